@@ -1,0 +1,44 @@
+/* common.c - rules loading and error printing for the subcommands. */
+#include "common.h"
+
+#include <stdio.h>
+
+extern const char cypatch_builtin_rules[];
+extern const char cypatch_builtin_rules_name[];
+
+int cli_error(const cp_error *err)
+{
+	fprintf(stderr, "cypatch: %s\n", err->msg);
+	return err->code ? (int)err->code : CP_E_INTERNAL;
+}
+
+int cli_usage_error(const char *command, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "cypatch %s: ", command);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see 'cypatch %s --help')\n", command);
+	return CP_E_USAGE;
+}
+
+cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, cp_error *err)
+{
+	cp_rules *r = cp_rules_new();
+	cp_status st;
+	int i;
+
+	*out = NULL;
+	if (!r) {
+		err->code = CP_E_INTERNAL;
+		snprintf(err->msg, sizeof(err->msg), "out of memory");
+		return CP_E_INTERNAL;
+	}
+	st = cp_rules_load_string(r, cypatch_builtin_rules_name, cypatch_builtin_rules, err);
+	for (i = 0; !st && i < nfiles; i++)
+		st = cp_rules_load_file(r, files[i], err);
+	if (st) {
+		cp_rules_free(r);
+		return st;
+	}
+	*out = r;
+	return CP_OK;
+}

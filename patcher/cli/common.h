@@ -1,0 +1,18 @@
+/* common.h - what the subcommands share: rules, errors, option parsing. */
+#ifndef CP_CLI_COMMON_H
+#define CP_CLI_COMMON_H
+
+#include "cypatch.h"
+
+/* Prints "cypatch: <message>" on stderr and returns the status. */
+int cli_error(const cp_error *err);
+
+/* Prints "cypatch: <command>: <message>" for a usage error; returns CP_E_USAGE. */
+int cli_usage_error(const char *command, const char *fmt, const char *arg);
+
+/* The built-in rules plus the files given with --rules. */
+cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, cp_error *err);
+
+int cmd_show(int argc, char **argv);
+
+#endif

@@ -1,0 +1,36 @@
+/* main.c - the cypatch command: subcommand dispatch, --help, --version. */
+#include "common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: cypatch [--version] [--help] COMMAND [ARGS]\n"
+	"\n"
+	"Repairs compiled Cython extensions whose provider modules moved between\n"
+	"layouts (cuda-python's cuda.ccudart -> cuda.bindings.cyruntime, ...).\n"
+	"\n"
+	"commands:\n"
+	"  show    list what an extension references, per layout\n"
+	"\n"
+	"'cypatch COMMAND --help' describes a command. Exit codes: docs/exit-codes.md.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return CP_E_USAGE;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("cypatch %s\n", CYPATCH_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "show"))
+		return cmd_show(argc - 1, argv + 1);
+	fprintf(stderr, "cypatch: '%s' is not a command (see 'cypatch --help')\n", argv[1]);
+	return CP_E_USAGE;
+}

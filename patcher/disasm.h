@@ -1,0 +1,73 @@
+/*
+ * disasm.h - capstone over the image's code, with a light register tracker.
+ *
+ * The walk decodes code linearly and follows, per register, values that are
+ * known: an address materialised by a RIP-relative lea, an immediate, or a
+ * word loaded from a fixed address. It reports every RIP-relative operand
+ * and every call with the known values of its argument registers. Values
+ * reset at function starts, after unconditional jumps and returns, and
+ * caller-saved registers at calls; that is enough to pair Cython's import
+ * calls with their string arguments, and it never invents a value.
+ */
+#ifndef CP_DISASM_H
+#define CP_DISASM_H
+
+#include <capstone/capstone.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "image.h"
+
+enum cp_val_kind { CP_V_UNKNOWN, CP_V_ADDR, CP_V_IMM, CP_V_LOAD };
+
+struct cp_val {
+	uint8_t kind;
+	uint64_t v;       /* the address, immediate, or address loaded from */
+	uint64_t origin;  /* address of the instruction that produced it */
+};
+
+enum cp_insn_ref_kind { CP_REF_LEA, CP_REF_LOAD, CP_REF_STORE, CP_REF_OTHER };
+
+/* An instruction with a RIP-relative memory operand. */
+struct cp_code_ref {
+	uint64_t addr;     /* instruction address */
+	uint8_t size;      /* instruction length */
+	uint8_t disp_off;  /* offset of the disp32 inside the instruction */
+	uint64_t target;
+	enum cp_insn_ref_kind kind;
+	char text[96];     /* "lea rbp, [rip + 0x23a5]" */
+};
+
+/* A call (or a tail jump to an imported function). */
+struct cp_call {
+	uint64_t addr;
+	uint64_t target;     /* 0 when indirect through a register */
+	const char *name;    /* imported or local symbol name, or NULL */
+	struct cp_val arg[6]; /* rdi, rsi, rdx, rcx, r8, r9 */
+};
+
+struct cp_code_visitor {
+	void (*on_ref)(void *ctx, const struct cp_code_ref *ref);
+	void (*on_call)(void *ctx, const struct cp_call *call);
+	void *ctx;
+};
+
+/* A capstone handle with detail on, for x86-64. */
+typedef struct cp_dis {
+	csh handle;
+	cs_insn *insn;
+} cp_dis;
+
+cp_status cp_dis_open(cp_dis *d, cp_error *err);
+void cp_dis_close(cp_dis *d);
+
+/* Index 0..15 of the 64-bit register that holds reg (eax -> rax), or -1. */
+int cp_reg64(x86_reg reg);
+
+/* Writes "mnemonic operands" of the instruction at addr into buf. */
+bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, size_t n);
+
+/* Walks [start, end) of the image's code (end 0: every code section). */
+cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
+		       const struct cp_code_visitor *v, cp_error *err);
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * image.h - an ELF file as bytes plus a parsed view of it.
+ *
+ * The bytes are the file, mapped read-only. The view (sections, segments,
+ * symbols) comes from LIEF (lief_view.c) after validate.c has checked every
+ * header and table it will read; relocations and the PLT are read here with
+ * <elf.h> types, since LIEF's C API has none. All access to the bytes goes
+ * through the bounds-checked helpers below.
+ */
+#ifndef CP_IMAGE_H
+#define CP_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cypatch.h"
+
+struct cp_section {
+	const char *name;
+	uint32_t type;   /* SHT_* */
+	uint64_t flags;  /* SHF_* */
+	uint64_t addr, offset, size;
+	uint64_t entsize;
+	uint32_t link;
+};
+
+struct cp_segment {
+	uint32_t type, flags;
+	uint64_t offset, vaddr, filesz, memsz, align;
+};
+
+struct cp_symbol {
+	const char *name;
+	uint64_t value, size;
+	uint8_t type;    /* STT_* */
+	bool dynamic;    /* from .dynsym */
+	bool defined;
+};
+
+struct cp_reloc {
+	uint64_t offset; /* r_offset: the virtual address patched */
+	uint32_t type;   /* R_X86_64_* */
+	uint32_t sym;    /* .dynsym index */
+	int64_t addend;
+};
+
+/* A PLT stub or GOT slot and the imported function it reaches. */
+struct cp_import_slot {
+	uint64_t addr;
+	const char *name;
+};
+
+struct cp_image {
+	char *path;
+	const uint8_t *data;
+	size_t size;
+	struct cp_section *sec;
+	size_t nsec;
+	struct cp_segment *seg;
+	size_t nseg;
+	struct cp_symbol *sym;   /* sorted by value */
+	size_t nsym;
+	struct cp_reloc *rel;    /* .rela.dyn then .rela.plt */
+	size_t nrel;
+	struct cp_import_slot *got;  /* GOT slot -> imported name, sorted */
+	size_t ngot;
+	struct cp_import_slot *plt;  /* PLT stub -> imported name, sorted */
+	size_t nplt;
+	uint64_t *func;          /* function starts (.eh_frame_hdr, symbols), sorted */
+	size_t nfunc;
+	char **strings;          /* names copied out of LIEF, owned */
+	size_t nstrings, capstrings;
+	char **dynnames;         /* .dynsym names by index (into file bytes) */
+	size_t ndynnames;
+};
+
+/* validate.c: checks the headers and tables before any parser reads them. */
+cp_status cp_validate_elf(const char *path, const uint8_t *data, size_t size, cp_error *err);
+
+/* lief_view.c: the only place that calls LIEF. */
+cp_status cp_lief_read(cp_image *img, cp_error *err);
+
+/* relocs.c: dynamic relocations, dynamic symbol names, GOT and PLT maps. */
+cp_status cp_relocs_read(cp_image *img, cp_error *err);
+
+/* functions.c: function start addresses from .eh_frame_hdr and symbols. */
+cp_status cp_functions_read(cp_image *img, cp_error *err);
+
+/* Bytes [off, off+len) of the file, or NULL when outside it. */
+const uint8_t *cp_image_bytes(const cp_image *img, uint64_t off, uint64_t len);
+
+/* File offset of [va, va+len) when it lies inside one section's file bytes. */
+bool cp_image_va_to_off(const cp_image *img, uint64_t va, uint64_t len, uint64_t *off);
+
+/* Bytes at virtual address va, length len, or NULL. */
+const uint8_t *cp_image_va_bytes(const cp_image *img, uint64_t va, uint64_t len);
+
+/* The allocated section holding va, or NULL. */
+const struct cp_section *cp_image_section_at(const cp_image *img, uint64_t va);
+
+/* A section by name, or NULL. */
+const struct cp_section *cp_image_section(const cp_image *img, const char *name);
+
+/* The NUL-terminated string at va (at most max bytes), or NULL. */
+const char *cp_image_cstring(const cp_image *img, uint64_t va, size_t max);
+
+/* Name of the imported function called through PLT stub or GOT slot addr. */
+const char *cp_image_plt_name(const cp_image *img, uint64_t addr);
+const char *cp_image_got_name(const cp_image *img, uint64_t addr);
+
+/* A defined symbol whose value is exactly addr, or NULL. */
+const struct cp_symbol *cp_image_symbol_at(const cp_image *img, uint64_t addr);
+
+/* A defined symbol by name, or NULL. */
+const struct cp_symbol *cp_image_symbol(const cp_image *img, const char *name);
+
+/* [start, end) of the function holding addr; false when unknown. */
+bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint64_t *end);
+
+/* Copies s into the image's string storage; NULL when memory is exhausted. */
+const char *cp_image_intern(cp_image *img, const char *s);
+
+bool cp_section_is_code(const struct cp_section *s);
+bool cp_section_is_rodata(const struct cp_section *s);   /* allocated, not exec, not writable */
+bool cp_section_is_writable(const struct cp_section *s);
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * rules.c - the rules loader.
+ *
+ * The format (docs/rules.md) is INI, read by libinih. inih reports no line
+ * numbers to handlers in Debian's build, so the reader below counts the lines
+ * it hands over; inih calls the handler right after reading each line.
+ */
+#include "rules.h"
+#include "error.h"
+
+#include <ctype.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct load_ctx {
+	cp_rules *rules;
+	const char *file;   /* owned by rules->files */
+	const char *text;   /* for cp_rules_load_string, else NULL */
+	size_t pos;
+	FILE *fp;
+	int line;
+	cp_error *err;
+	cp_status status;
+};
+
+cp_rules *cp_rules_new(void)
+{
+	return calloc(1, sizeof(cp_rules));
+}
+
+void cp_rules_free(cp_rules *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->nlayout; i++)
+		free(r->layout[i]);
+	for (i = 0; i < r->nmod; i++) {
+		free(r->mod[i].name[0]);
+		free(r->mod[i].name[1]);
+	}
+	for (i = 0; i < r->nmangle; i++) {
+		free(r->mangle[i].prefix[0]);
+		free(r->mangle[i].prefix[1]);
+	}
+	for (i = 0; i < r->nfiles; i++)
+		free(r->files[i]);
+	free(r->mod);
+	free(r->mangle);
+	free(r->files);
+	free(r);
+}
+
+int cp_rules_layout_index(const cp_rules *r, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < r->nlayout; i++)
+		if (strcmp(r->layout[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int cp_rules_module_layout(const cp_rules *r, const char *module)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++)
+			if (strcmp(r->mod[i].name[k], module) == 0)
+				return r->mod[i].layout[k];
+	return -1;
+}
+
+const char *cp_rules_map(const cp_rules *r, const char *module, int target)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++)
+			if (strcmp(r->mod[i].name[k], module) == 0 &&
+			    r->mod[i].layout[!k] == target)
+				return r->mod[i].name[!k];
+	return NULL;
+}
+
+/* True when `pkg` is a proper dotted prefix of `name` ("a.b" of "a.b.c"). */
+static int is_package_of(const char *pkg, const char *name)
+{
+	size_t n = strlen(pkg);
+
+	return strncmp(pkg, name, n) == 0 && name[n] == '.';
+}
+
+int cp_rules_package_layout(const cp_rules *r, const char *pkg)
+{
+	int found = -1;
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nmod; i++) {
+		for (k = 0; k < 2; k++) {
+			const char *name = r->mod[i].name[k];
+			int lay = r->mod[i].layout[k];
+
+			if (strcmp(name, pkg) == 0)
+				return -1; /* a module itself, not only a package */
+			if (!is_package_of(pkg, name))
+				continue;
+			if (found >= 0 && found != lay)
+				return -1; /* shared by two layouts: says nothing */
+			found = lay;
+		}
+	}
+	return found;
+}
+
+int cp_mangle_prefix(const char *module, char *buf, size_t size)
+{
+	size_t used = 0;
+	const char *p = module;
+	int n;
+
+	n = snprintf(buf, size, "__pyx_t_");
+	if (n < 0 || (size_t)n >= size)
+		return -1;
+	used = (size_t)n;
+	while (*p) {
+		size_t len = strcspn(p, ".");
+
+		n = snprintf(buf + used, size - used, "%zu%.*s_", len, (int)len, p);
+		if (n < 0 || (size_t)n >= size - used)
+			return -1;
+		used += (size_t)n;
+		p += len;
+		if (*p == '.')
+			p++;
+	}
+	return (int)used;
+}
+
+static int is_dotted_name(const char *s)
+{
+	int start = 1;
+
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		if (*s == '.') {
+			if (start)
+				return 0;
+			start = 1;
+		} else if (isalpha((unsigned char)*s) || *s == '_' ||
+			   (!start && isdigit((unsigned char)*s))) {
+			start = 0;
+		} else {
+			return 0;
+		}
+	}
+	return !start;
+}
+
+static int is_identifier(const char *s)
+{
+	return is_dotted_name(s) && !strchr(s, '.');
+}
+
+static int fail_at(struct load_ctx *c, const char *fmt, const char *arg)
+{
+	char what[400];
+
+	if (c->status != CP_OK)
+		return 0; /* keep the first error */
+	snprintf(what, sizeof(what), fmt, arg);
+	c->status = cp_fail(c->err, CP_E_RULES, "%s:%d: %s", c->file, c->line, what);
+	return 0;
+}
+
+static int add_layout(struct load_ctx *c, const char *name)
+{
+	cp_rules *r = c->rules;
+
+	if (!is_identifier(name))
+		return fail_at(c, "layout name '%s' is not an identifier", name);
+	if (cp_rules_layout_index(r, name) >= 0)
+		return 1; /* several files may declare the same layouts */
+	if (r->nlayout == CP_MAX_LAYOUTS)
+		return fail_at(c, "more than %s layouts", "8");
+	r->layout[r->nlayout] = strdup(name);
+	if (!r->layout[r->nlayout])
+		return fail_at(c, "%s", "out of memory");
+	r->nlayout++;
+	return 1;
+}
+
+/* Parses "modules A B" / "mangled A B" into the two layout indexes. */
+static int section_layouts(struct load_ctx *c, const char *section,
+			   const char *kind, int lay[2])
+{
+	char a[64], b[64], extra[8];
+	size_t klen = strlen(kind);
+
+	if (strncmp(section, kind, klen) != 0 || section[klen] != ' ')
+		return 0;
+	if (sscanf(section + klen, " %63s %63s %7s", a, b, extra) != 2)
+		return fail_at(c, "section [%s] must name exactly two layouts", section);
+	lay[0] = cp_rules_layout_index(c->rules, a);
+	lay[1] = cp_rules_layout_index(c->rules, b);
+	if (lay[0] < 0)
+		return fail_at(c, "layout '%s' is not declared in [layouts]", a);
+	if (lay[1] < 0)
+		return fail_at(c, "layout '%s' is not declared in [layouts]", b);
+	if (lay[0] == lay[1])
+		return fail_at(c, "section [%s] maps a layout onto itself", section);
+	return 1;
+}
+
+/* Refuses a module that is already mapped, on either side (duplicates and
+ * chains a -> b -> c, which includes cycles a -> b -> a). */
+static int check_module_unmapped(struct load_ctx *c, const char *name)
+{
+	const cp_rules *r = c->rules;
+	char what[400];
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nmod; i++) {
+		for (k = 0; k < 2; k++) {
+			if (strcmp(r->mod[i].name[k], name) != 0)
+				continue;
+			snprintf(what, sizeof(what),
+				 "module '%s' is already mapped at %s:%d (a module may be mapped once; "
+				 "mapping it again would make a duplicate, a chain or a cycle)",
+				 name, r->mod[i].file, r->mod[i].line);
+			return fail_at(c, "%s", what);
+		}
+	}
+	return 1;
+}
+
+static int add_module(struct load_ctx *c, const int lay[2], const char *a, const char *b)
+{
+	cp_rules *r = c->rules;
+	struct cp_module_pair *m;
+
+	if (!is_dotted_name(a))
+		return fail_at(c, "'%s' is not a dotted module name", a);
+	if (!is_dotted_name(b))
+		return fail_at(c, "'%s' is not a dotted module name", b);
+	if (strcmp(a, b) == 0)
+		return fail_at(c, "module '%s' is mapped onto itself", a);
+	if (!check_module_unmapped(c, a) || !check_module_unmapped(c, b))
+		return 0;
+	if (CP_GROW(r->mod, r->capmod, r->nmod + 1))
+		return fail_at(c, "%s", "out of memory");
+	m = &r->mod[r->nmod];
+	m->name[0] = strdup(a);
+	m->name[1] = strdup(b);
+	if (!m->name[0] || !m->name[1]) {
+		free(m->name[0]);
+		free(m->name[1]);
+		return fail_at(c, "%s", "out of memory");
+	}
+	m->layout[0] = lay[0];
+	m->layout[1] = lay[1];
+	m->file = c->file;
+	m->line = c->line;
+	r->nmod++;
+	return 1;
+}
+
+/* A mangled pair must be exactly the mangling of one module pair. */
+static int add_mangle(struct load_ctx *c, const int lay[2], const char *a, const char *b)
+{
+	cp_rules *r = c->rules;
+	char pa[512], pb[512];
+	struct cp_mangle_pair *m;
+	size_t i;
+
+	for (i = 0; i < r->nmod; i++) {
+		const struct cp_module_pair *p = &r->mod[i];
+		int k = p->layout[0] == lay[0] ? 0 : 1;
+
+		if (p->layout[k] != lay[0] || p->layout[!k] != lay[1])
+			continue;
+		if (cp_mangle_prefix(p->name[k], pa, sizeof(pa)) < 0 ||
+		    cp_mangle_prefix(p->name[!k], pb, sizeof(pb)) < 0)
+			continue;
+		if (strcmp(pa, a) == 0 && strcmp(pb, b) == 0)
+			break;
+	}
+	if (i == r->nmod)
+		return fail_at(c, "mangled pair for '%s' matches no module pair declared before it", a);
+	for (i = 0; i < r->nmangle; i++)
+		if (strcmp(r->mangle[i].prefix[0], a) == 0 ||
+		    strcmp(r->mangle[i].prefix[1], a) == 0)
+			return fail_at(c, "mangled prefix '%s' is listed twice", a);
+	if (CP_GROW(r->mangle, r->capmangle, r->nmangle + 1))
+		return fail_at(c, "%s", "out of memory");
+	m = &r->mangle[r->nmangle];
+	m->prefix[0] = strdup(a);
+	m->prefix[1] = strdup(b);
+	if (!m->prefix[0] || !m->prefix[1]) {
+		free(m->prefix[0]);
+		free(m->prefix[1]);
+		return fail_at(c, "%s", "out of memory");
+	}
+	m->layout[0] = lay[0];
+	m->layout[1] = lay[1];
+	m->file = c->file;
+	m->line = c->line;
+	r->nmangle++;
+	return 1;
+}
+
+static int on_entry(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *c = user;
+	int lay[2];
+
+	if (c->status != CP_OK)
+		return 0;
+	if (strcmp(section, "layouts") == 0)
+		return add_layout(c, name);
+	if (strncmp(section, "modules ", 8) == 0)
+		return section_layouts(c, section, "modules", lay) &&
+		       add_module(c, lay, name, value);
+	if (strncmp(section, "mangled ", 8) == 0)
+		return section_layouts(c, section, "mangled", lay) &&
+		       add_mangle(c, lay, name, value);
+	if (!*section)
+		return fail_at(c, "entry '%s' stands outside any section", name);
+	return fail_at(c, "unknown section [%s]", section);
+}
+
+/* An ini_reader over either a FILE or a string; counts lines. */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct load_ctx *c = stream;
+	size_t n = 0;
+
+	if (num <= 1)
+		return NULL;
+	if (c->fp) {
+		if (!fgets(str, num, c->fp))
+			return NULL;
+		n = strlen(str);
+	} else {
+		if (!c->text[c->pos])
+			return NULL;
+		while (c->text[c->pos] && n + 1 < (size_t)num) {
+			str[n++] = c->text[c->pos++];
+			if (str[n - 1] == '\n')
+				break;
+		}
+		str[n] = '\0';
+	}
+	if (n > 0 && str[n - 1] == '\n')
+		c->line++;
+	else if (n + 1 == (size_t)num)
+		; /* a long line continues in the next chunk; inih reports it */
+	else
+		c->line++;
+	return str;
+}
+
+static const char *remember_file(cp_rules *r, const char *name)
+{
+	char *copy = strdup(name);
+
+	if (!copy || CP_GROW(r->files, r->capfiles, r->nfiles + 1)) {
+		free(copy);
+		return NULL;
+	}
+	r->files[r->nfiles++] = copy;
+	return copy;
+}
+
+static cp_status parse(struct load_ctx *c)
+{
+	int bad = ini_parse_stream(read_line, c, on_entry, c);
+
+	if (c->status != CP_OK)
+		return c->status;
+	if (bad > 0)
+		return cp_fail(c->err, CP_E_RULES,
+			       "%s:%d: syntax error (expected '[section]', 'name = value' or a comment)",
+			       c->file, bad);
+	if (bad < 0)
+		return cp_fail(c->err, CP_E_INTERNAL, "%s: out of memory while parsing", c->file);
+	if (c->rules->nlayout < 2)
+		return cp_fail(c->err, CP_E_RULES, "%s: declares fewer than two layouts", c->file);
+	return CP_OK;
+}
+
+cp_status cp_rules_load_file(cp_rules *rules, const char *path, cp_error *err)
+{
+	struct load_ctx c = { rules, NULL, NULL, 0, NULL, 0, err, CP_OK };
+	cp_status st;
+
+	c.file = remember_file(rules, path);
+	if (!c.file)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", path);
+	c.fp = fopen(path, "r");
+	if (!c.fp)
+		return cp_fail(err, CP_E_RULES, "%s: cannot open rules file", path);
+	st = parse(&c);
+	fclose(c.fp);
+	return st;
+}
+
+cp_status cp_rules_load_string(cp_rules *rules, const char *name, const char *text,
+			       cp_error *err)
+{
+	struct load_ctx c = { rules, NULL, text, 0, NULL, 0, err, CP_OK };
+
+	c.file = remember_file(rules, name);
+	if (!c.file)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", name);
+	return parse(&c);
+}

@@ -1,0 +1,56 @@
+/* rules.h - layouts and module mappings loaded from rules files. */
+#ifndef CP_RULES_H
+#define CP_RULES_H
+
+#include <stddef.h>
+#include "cypatch.h"
+
+#define CP_MAX_LAYOUTS 8
+
+/* One module pair: `from` in layout `a` corresponds to `to` in layout `b`. */
+struct cp_module_pair {
+	char *name[2];   /* [0] in layout[0], [1] in layout[1] */
+	int layout[2];   /* indexes into cp_rules.layout */
+	const char *file;
+	int line;
+};
+
+/* A pair of mangled-name prefixes, checked against its module pair. */
+struct cp_mangle_pair {
+	char *prefix[2];
+	int layout[2];
+	const char *file;
+	int line;
+};
+
+struct cp_rules {
+	char *layout[CP_MAX_LAYOUTS];
+	size_t nlayout;
+	struct cp_module_pair *mod;
+	size_t nmod, capmod;
+	struct cp_mangle_pair *mangle;
+	size_t nmangle, capmangle;
+	char **files; /* names of loaded files, owned, for messages */
+	size_t nfiles, capfiles;
+};
+
+/* Index of a layout by name, or -1. */
+int cp_rules_layout_index(const cp_rules *r, const char *name);
+
+/* Layout index of a module name (exact match), or -1 when unmapped. */
+int cp_rules_module_layout(const cp_rules *r, const char *module);
+
+/* The name `module` has in layout `target`, or NULL when it has none. */
+const char *cp_rules_map(const cp_rules *r, const char *module, int target);
+
+/*
+ * Layout index when `pkg` is a package prefix of modules of exactly one
+ * layout and of none of another (cuda.bindings), else -1.
+ */
+int cp_rules_package_layout(const cp_rules *r, const char *pkg);
+
+/* Writes Cython's mangled prefix of a dotted module path ("4cuda_5ccuda_")
+ * preceded by "__pyx_t_" into buf; returns its length or -1 when too long. */
+int cp_mangle_prefix(const char *module, char *buf, size_t size);
+
+#endif

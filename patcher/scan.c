@@ -1,0 +1,284 @@
+/*
+ * scan.c - the scan: from a loaded image to its list of references.
+ *
+ * Order matters: the code walk comes first (the calls name the function
+ * that decodes a Cython 3.2+ blob, and literal tails count only where code
+ * points at them), then blobs, literals and their relocation sites, the
+ * import calls, and last the references inside blobs.
+ */
+#include "scan.h"
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *cp_strndup(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+const char *cp_ref_kind_name(enum cp_ref_kind k)
+{
+	static const char *const names[] = {
+		"cimport", "function", "variable", "type", "pyimport", "filename",
+		"signature", "string"
+	};
+
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+const char *cp_site_kind_name(enum cp_site_kind k)
+{
+	static const char *const names[] = { "code", "reloc", "table", "index" };
+
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err)
+{
+	struct cp_ref *r;
+
+	if (CP_GROW(s->refs, s->caprefs, s->nrefs + 1)) {
+		cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		return NULL;
+	}
+	r = &s->refs[s->nrefs++];
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->loc.blob = -1;
+	r->size = -1;
+	return r;
+}
+
+cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < r->nsites; i++)
+		if (r->sites[i].kind == site->kind && r->sites[i].addr == site->addr)
+			return CP_OK;
+	if (CP_GROW(r->sites, r->capsites, r->nsites + 1))
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	r->sites[r->nsites++] = *site;
+	return CP_OK;
+}
+
+cp_status cp_scan_note(cp_scan *s, cp_error *err, const char *fmt, ...)
+{
+	char buf[512], *copy;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	copy = strdup(buf);
+	if (!copy || CP_GROW(s->notes, s->capnotes, s->nnotes + 1)) {
+		free(copy);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	}
+	s->notes[s->nnotes++] = copy;
+	return CP_OK;
+}
+
+static bool has_table_site(const struct cp_string *str)
+{
+	size_t i;
+
+	for (i = 0; i < str->nsites; i++)
+		if (str->sites[i].kind == CP_SITE_TABLE)
+			return true;
+	return false;
+}
+
+static bool has_code_site(const struct cp_string *str)
+{
+	size_t i;
+
+	for (i = 0; i < str->nsites; i++)
+		if (str->sites[i].kind == CP_SITE_CODE)
+			return true;
+	return false;
+}
+
+/* The role of a literal: what the extension does with it. */
+static enum cp_ref_kind literal_kind(const cp_scan *s, const struct cp_string *str, bool exact)
+{
+	if (str->path_form)
+		return CP_K_FILENAME;
+	if (str->mangled)
+		return CP_K_SIGNATURE;
+	if (!exact)
+		return CP_K_STRING;
+	if (has_table_site(str))
+		return CP_K_PYIMPORT;
+	/* Cython 3.0 builds its string table in code (lea + immediates). */
+	if (s->cy_major == 3 && s->cy_minor == 0 && has_code_site(str) &&
+	    !(str->roles & (1u << CP_K_CIMPORT)))
+		return CP_K_PYIMPORT;
+	return CP_K_STRING;
+}
+
+static cp_status add_literal_ref(cp_scan *s, const struct cp_string *str, enum cp_ref_kind kind,
+				 cp_error *err)
+{
+	const char *value = (const char *)s->img->data + str->off;
+	struct cp_ref *r = cp_scan_add_ref(s, kind, err);
+	size_t i;
+
+	if (!r)
+		return err->code;
+	r->layout = str->layout;
+	r->module = strdup(str->module);
+	r->value = cp_strndup(value, str->len);
+	r->loc.section = str->section;
+	r->loc.vaddr = str->va;
+	r->loc.offset = str->off;
+	r->loc.length = str->len;
+	if (!r->module || !r->value)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	for (i = 0; i < str->nsites; i++)
+		if (cp_ref_add_site(r, &str->sites[i], err))
+			return err->code;
+	return CP_OK;
+}
+
+static cp_status literal_refs(cp_scan *s, cp_error *err)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < s->nstrs; i++) {
+		const struct cp_string *str = &s->strs[i];
+		bool exact = str->va == str->needle_at && str->len == strlen(str->module);
+		enum cp_ref_kind kind = literal_kind(s, str, exact);
+
+		if (str->roles & (1u << CP_K_CIMPORT)) {
+			st = add_literal_ref(s, str, CP_K_CIMPORT, err);
+			if (st)
+				return st;
+			if (kind == CP_K_STRING)
+				continue;
+		}
+		st = add_literal_ref(s, str, kind, err);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+static cp_status check_module(cp_scan *s, cp_error *err)
+{
+	size_t i;
+	bool init = false;
+
+	cp_cython_version(s);
+	for (i = 0; i < s->img->nsym && !init; i++) {
+		init = s->img->sym[i].dynamic && s->img->sym[i].defined &&
+		       strncmp(s->img->sym[i].name, "PyInit_", 7) == 0;
+		if (init)
+			snprintf(s->modname, sizeof(s->modname), "%s", s->img->sym[i].name + 7);
+	}
+	if (!s->is_cython || !init)
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: not a Cython extension module (%s)", s->path,
+			       !init ? "no PyInit_ function is exported"
+				     : "no _cython_X_Y_Z ABI name in its data");
+	return CP_OK;
+}
+
+cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
+{
+	cp_scan *s = calloc(1, sizeof(*s));
+	cp_status st;
+	size_t i;
+
+	*out = NULL;
+	if (!s || !(s->path = strdup(img->path))) {
+		free(s);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	}
+	s->img = img;
+	s->rules = rules;
+	s->arch = "x86-64";
+	st = check_module(s, err);
+	if (!st)
+		st = cp_dis_open(&s->dis, err);
+	if (!st)
+		st = cp_scan_code(s, err);
+	if (!st)
+		st = cp_scan_blobs(s, err);
+	if (!st)
+		st = cp_scan_strings(s, err);
+	if (!st)
+		st = cp_scan_relocs(s, err);
+	if (!st)
+		st = cp_scan_imports(s, err);
+	if (!st)
+		st = literal_refs(s, err);
+	if (!st)
+		st = cp_scan_blob_refs(s, err);
+	if (s->dis.insn)
+		cp_dis_close(&s->dis);
+	if (st) {
+		cp_scan_free(s);
+		return st;
+	}
+	for (i = 0; i < s->nrefs; i++)
+		if (s->refs[i].layout >= 0)
+			s->layouts_seen |= 1u << s->refs[i].layout;
+	s->img = NULL;
+	*out = s;
+	return CP_OK;
+}
+
+size_t cp_scan_count(const cp_scan *s)
+{
+	return s->nrefs;
+}
+
+void cp_scan_free(cp_scan *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nrefs; i++) {
+		struct cp_ref *r = &s->refs[i];
+
+		free(r->module);
+		free(r->value);
+		free(r->name);
+		free(r->signature);
+		free(r->class_name);
+		free(r->sites);
+	}
+	for (i = 0; i < s->nblobs; i++) {
+		free(s->blobs[i].data);
+		free(s->blobs[i].entry);
+	}
+	for (i = 0; i < s->nstrs; i++)
+		free(s->strs[i].sites);
+	for (i = 0; i < s->nblocks; i++) {
+		free(s->blocks[i].module);
+		free(s->blocks[i].loads);
+	}
+	for (i = 0; i < s->nnotes; i++)
+		free(s->notes[i]);
+	free(s->refs);
+	free(s->blobs);
+	free(s->strs);
+	free(s->calls);
+	free(s->xrefs);
+	free(s->blocks);
+	free(s->notes);
+	free(s->path);
+	free(s);
+}

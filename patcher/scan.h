@@ -1,0 +1,201 @@
+/*
+ * scan.h - what a scan finds, shared by the scanner's parts and reporters.
+ *
+ * A reference is one use of a mapped module's name that the extension will
+ * make at run time: the bytes that hold it (a literal in a section, or an
+ * entry of a Cython 3.2+ string blob) and every site that points at them.
+ */
+#ifndef CP_SCAN_H
+#define CP_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "blob.h"
+#include "disasm.h"
+#include "image.h"
+#include "rules.h"
+
+enum cp_ref_kind {
+	CP_K_CIMPORT,   /* provider module name passed to PyImport_ImportModule */
+	CP_K_FUNCTION,  /* cimported function: capsule name and signature */
+	CP_K_VARIABLE,  /* cimported module variable */
+	CP_K_TYPE,      /* cimported extension type */
+	CP_K_PYIMPORT,  /* Python-level import name in the string table */
+	CP_K_FILENAME,  /* __pyx_f entry naming the provider's .pxd */
+	CP_K_SIGNATURE, /* capsule signature carrying a mangled module path */
+	CP_K_STRING     /* any other string naming a mapped module */
+};
+
+enum cp_site_kind {
+	CP_SITE_CODE,   /* an instruction's RIP-relative operand */
+	CP_SITE_RELOC,  /* a relocation whose addend is the string */
+	CP_SITE_TABLE,  /* a string-table entry (pointer and stored length) */
+	CP_SITE_INDEX   /* the blob's length index entry */
+};
+
+struct cp_site {
+	enum cp_site_kind kind;
+	uint64_t addr;      /* instruction, relocated word, or table entry */
+	uint64_t len_addr;  /* address of a stored length, or 0 */
+	char text[96];
+};
+
+/* Where the referenced bytes are. */
+struct cp_loc {
+	int blob;           /* index into cp_scan.blobs, or -1 for a literal */
+	const char *section;
+	uint64_t vaddr, offset, length; /* in the blob: offset into decoded data */
+};
+
+struct cp_ref {
+	enum cp_ref_kind kind;
+	int layout;         /* of the module referenced */
+	char *module;       /* mapped module (or layout-specific package) */
+	char *value;        /* the referenced string */
+	struct cp_loc loc;
+	struct cp_site *sites;
+	size_t nsites, capsites;
+	/* function and variable imports */
+	char *name, *signature;
+	uint64_t slot;
+	/* type imports */
+	char *class_name;
+	int64_t size;       /* -1 when not recovered */
+};
+
+/* One entry of a blob's length index. */
+struct cp_blob_entry {
+	uint64_t offset, length;
+	bool is_bytes;
+	uint64_t cell;      /* frame offset of its index cell */
+	uint64_t cell_insn; /* the instruction that wrote the cell */
+	uint64_t cell_va;   /* the template word it was copied from, or 0 */
+	bool folded;        /* no cell: the length is an immediate of a call */
+};
+
+struct cp_blob {
+	enum cp_blob_algo algo;
+	const char *section;
+	uint64_t vaddr, offset, stored_length; /* the (compressed) literal */
+	uint8_t *data;      /* decoded */
+	uint64_t length;
+	struct cp_blob_entry *entry;
+	size_t nentries, nstr;
+	unsigned str_bits, bytes_bits;  /* bit-field widths of the index */
+	uint64_t code;      /* the lea that loads the blob */
+	uint64_t func;      /* function that decodes it */
+};
+
+/* A literal string the scan looks at: a needle's occurrence. */
+struct cp_string {
+	uint64_t va, off, len;   /* the string from va to its NUL */
+	const char *section;
+	int layout;
+	const char *module;      /* the needle it holds (rules-owned) */
+	uint64_t needle_at;      /* va of the needle inside it */
+	bool path_form;          /* "cuda/bindings/cydriver.pxd" */
+	bool mangled;            /* holds a mangled prefix */
+	struct cp_site *sites;
+	size_t nsites, capsites;
+	unsigned roles;          /* 1 << enum cp_ref_kind */
+};
+
+/* A RIP-relative reference into an allocated data section. */
+struct cp_xref {
+	uint64_t target, addr;
+};
+
+/* A call seen by the code walk, reduced to what the import passes need. */
+struct cp_scan_call {
+	uint64_t addr;
+	const char *name;
+	struct cp_val arg[6];
+};
+
+struct cp_import_block {
+	uint64_t call;           /* PyImport_ImportModule call address */
+	char *module;
+	uint64_t *loads;         /* writable, non-GOT addresses loaded after it */
+	size_t nloads, caploads;
+};
+
+struct cp_scan {
+	char *path;
+	char cython[32];         /* "3.3.1", or "" when not found */
+	int cy_major, cy_minor, cy_patch;
+	bool is_cython;
+	char modname[128];       /* from PyInit_<name> */
+	const char *arch;
+	const cp_rules *rules;
+	const cp_image *img;     /* valid during cp_scan_run only */
+	struct cp_ref *refs;
+	size_t nrefs, caprefs;
+	struct cp_blob *blobs;
+	size_t nblobs, capblobs;
+	struct cp_string *strs;
+	size_t nstrs, capstrs;
+	struct cp_scan_call *calls;
+	size_t ncalls, capcalls;
+	struct cp_xref *xrefs;     /* RIP-relative references into data, by target */
+	size_t nxrefs, capxrefs;
+	cp_dis dis;                /* for describing sites */
+	struct cp_import_block *blocks;
+	size_t nblocks, capblocks;
+	char **notes;            /* what the scan could not settle */
+	size_t nnotes, capnotes;
+	unsigned layouts_seen;   /* bit per layout */
+};
+
+/* scan_strings.c: literals holding a mapped name, outside blobs. */
+cp_status cp_scan_strings(cp_scan *s, cp_error *err);
+
+/* scan_code.c: the code walk: sites of strings, calls, import blocks. */
+cp_status cp_scan_code(cp_scan *s, cp_error *err);
+
+/* scan_code.c: references from relocations (tables of pointers). */
+cp_status cp_scan_relocs(cp_scan *s, cp_error *err);
+
+/* scan_imports.c: classifies calls into cimport/function/variable/type. */
+cp_status cp_scan_imports(cp_scan *s, cp_error *err);
+
+/* scan_blob.c: finds, decodes and splits a Cython 3.2+ string blob. */
+cp_status cp_scan_blobs(cp_scan *s, cp_error *err);
+
+/* scan_blob.c: references inside the blobs (Python-level names, function
+ * and variable imports). */
+cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);
+
+/* cython.c: the Cython version from the ABI module name. */
+void cp_cython_version(cp_scan *s);
+
+/* scan_code.c: the code references to exactly va, as [*first, *first+n). */
+size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first);
+
+/* scan_code.c: a code site for the instruction at addr. */
+void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site);
+
+/* scan_imports.c: the slot a cimported function or variable binds to, from
+ * the symbol table (0 when the file is stripped). */
+uint64_t cp_scan_slot_symbol(const cp_scan *s, const char *module, const char *name, bool var);
+
+/* scan_imports.c: adds a function or variable import reference. */
+cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
+			     const char *sig, uint64_t slot, const struct cp_loc *loc,
+			     const uint64_t *site_addrs, size_t nsites, cp_error *err);
+
+/* scan.c: helpers shared by the parts. */
+struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err);
+cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err);
+cp_status cp_scan_note(cp_scan *s, cp_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+char *cp_strndup(const char *s, size_t n);
+bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len);
+const char *cp_ref_kind_name(enum cp_ref_kind k);
+const char *cp_site_kind_name(enum cp_site_kind k);
+
+/* Looks `v` up among the needles: layout of an exact module or package name. */
+int cp_scan_name_layout(const cp_scan *s, const char *v, const char **module);
+
+/* A capsule signature's mangled module, if it carries one. */
+int cp_scan_signature_layout(const cp_scan *s, const char *sig, const char **module);
+
+#endif

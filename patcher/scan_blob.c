@@ -1,0 +1,783 @@
+/*
+ * scan_blob.c - Cython 3.2+ string blobs: finding, decoding, splitting.
+ *
+ * Cython 3.2+ decodes its blob in one function (the module's constant
+ * initialisation, often inlined into its exec function), which is the one
+ * that calls PyUnicode_DecodeUTF8 on slices of it. The slices' lengths sit
+ * in a local bit-field array (3.3: one for str and one for bytes constants)
+ * read by an indexed load [rsp + i*4 + base]. The evaluator recovers those
+ * arrays; a fit is a choice of array(s), counts (loop bounds, found among
+ * the function's cmp immediates) and bit widths whose lengths add up to the
+ * decoded length of a blob the function loads: a zlib, bz2 or zstd stream,
+ * an LZSS stream whose length is an immediate there, or a plain literal.
+ */
+#include "scan.h"
+#include "error.h"
+#include "frame_eval.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BLOB (64u << 20)
+#define MAX_ENTRIES (1u << 20)
+
+struct cand {
+	int64_t base;
+	uint64_t n, sum;
+	unsigned bits;      /* the field width */
+	unsigned read_bits; /* the width the cells are known to */
+};
+
+struct cands {
+	struct cand *v;
+	size_t n, cap;
+};
+
+struct stream {
+	enum cp_blob_algo algo;
+	uint64_t va, length, consumed;
+	uint64_t code;
+};
+
+struct fit {
+	struct cand arr[2];
+	int narr;
+	const struct cp_frame_arglen *tail; /* entries folded into calls */
+	size_t ntail;
+	struct stream blob;
+};
+
+static unsigned bit_length(uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v) {
+		n++;
+		v >>= 1;
+	}
+	return n;
+}
+
+/* The lengths in this array's first n cells. A cell is read to the widest
+ * width at which all n are known: exactly the field width where code stores
+ * the bit-fields with and/or (the bits above are the stack's), the whole
+ * word where it copies a template (whose upper bits are zero). Cython sizes
+ * the field by the largest length, which gives the width reported. */
+static bool cells_fit(const struct cp_frame *f, int64_t base, uint64_t n, struct cand *c)
+{
+	unsigned w;
+
+	for (w = 32; w >= 1; w--) {
+		uint64_t i, sum = 0, max = 0;
+		uint32_t v;
+
+		for (i = 0; i < n; i++) {
+			if (!cp_frame_cell(f, base, (size_t)i, w, &v))
+				break;
+			sum += v;
+			if (v > max)
+				max = v;
+		}
+		if (i < n)
+			continue;
+		if (!max)
+			return false;
+		c->base = base;
+		c->n = n;
+		c->sum = sum;
+		c->read_bits = w;
+		c->bits = bit_length(max);
+		return true;
+	}
+	return false;
+}
+
+static int push_cand(struct cands *cs, const struct cand *c)
+{
+	if (CP_GROW(cs->v, cs->cap, cs->n + 1))
+		return -1;
+	cs->v[cs->n++] = *c;
+	return 0;
+}
+
+static bool seen_base(const struct cp_frame *f, size_t upto, int64_t base)
+{
+	size_t i;
+
+	for (i = 0; i < upto; i++)
+		if (f->loads[i].scale == 4 && f->loads[i].base == base)
+			return true;
+	return false;
+}
+
+/* Candidates: every indexed frame array with every loop bound. */
+static int build_cands(const struct cp_frame *f, struct cands *cs)
+{
+	size_t i, j;
+	int k;
+
+	for (i = 0; i < f->nloads; i++) {
+		int64_t base = f->loads[i].base;
+
+		if (f->loads[i].scale != 4 || seen_base(f, i, base))
+			continue;
+		for (j = 0; j < f->ncmps; j++) {
+			for (k = 0; k <= 1; k++) {
+				uint64_t n = f->cmps[j] + (uint64_t)k;
+				struct cand c;
+
+				if (n == 0 || n > MAX_ENTRIES)
+					continue;
+						if (cells_fit(f, base, n, &c) && push_cand(cs, &c))
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static enum cp_blob_algo magic_algo(const uint8_t *p, size_t n)
+{
+	if (n >= 2 && (p[0] & 0x0f) == 8 && ((p[0] << 8) | p[1]) % 31 == 0)
+		return CP_BLOB_ZLIB;
+	if (n >= 4 && memcmp(p, "BZh", 3) == 0 && p[3] >= '1' && p[3] <= '9')
+		return CP_BLOB_BZ2;
+	if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd)
+		return CP_BLOB_ZSTD;
+	return CP_BLOB_NONE;
+}
+
+static uint64_t rodata_avail(const cp_image *img, uint64_t va)
+{
+	const struct cp_section *sec = cp_image_section_at(img, va);
+
+	if (!sec || !cp_section_is_rodata(sec))
+		return 0;
+	return sec->addr + sec->size - va;
+}
+
+/* Compressed streams (zlib, bz2, zstd) the function loads, with their sizes. */
+static int find_streams(const cp_image *img, const struct cp_frame *f,
+			struct stream **out, size_t *n)
+{
+	size_t i, cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < f->nleas; i++) {
+		uint64_t avail = rodata_avail(img, f->leas[i]);
+		const uint8_t *p = avail ? cp_image_va_bytes(img, f->leas[i], avail) : NULL;
+		enum cp_blob_algo algo = p ? magic_algo(p, avail) : CP_BLOB_NONE;
+		size_t used = 0;
+		long long len;
+
+		if (algo == CP_BLOB_NONE)
+			continue;
+		len = cp_blob_decoded_size(algo, p, avail, MAX_BLOB, &used);
+		if (len <= 0)
+			continue;
+		if (CP_GROW(*out, cap, *n + 1))
+			return -1;
+		(*out)[*n].algo = algo;
+		(*out)[*n].va = f->leas[i];
+		(*out)[*n].length = (uint64_t)len;
+		(*out)[*n].consumed = used;
+		(*out)[*n].code = f->lea_insn[i];
+		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * The blobs of exactly `len` decoded bytes that the function loads, one per
+ * call: *it starts at 0 and is advanced past the candidate returned. In
+ * order: decoded streams, then LZSS streams (3.3+; both lengths must be
+ * immediates of the function), then plain literals ending in a NUL there.
+ */
+static bool next_blob(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
+		      size_t nst, uint64_t len, size_t *it, struct stream *out)
+{
+	bool lzss = (s->cy_major > 3 || s->cy_minor >= 3) &&
+		    (cp_frame_has_imm(f, len) || cp_frame_has_imm(f, len - 1)) && len <= MAX_BLOB;
+
+	for (; *it < nst; (*it)++)
+		if (st[*it].length == len) {
+			*out = st[(*it)++];
+			return true;
+		}
+	for (; *it < nst + f->nleas; (*it)++) {
+		size_t i = *it - nst;
+		uint64_t avail = rodata_avail(s->img, f->leas[i]);
+		const uint8_t *p = avail ? cp_image_va_bytes(s->img, f->leas[i], avail) : NULL;
+		uint8_t *tmp;
+		size_t used = 0;
+		int rc;
+
+		if (!lzss || !p || !(tmp = malloc(len)))
+			continue;
+		rc = cp_blob_decode(CP_BLOB_LZSS, p, avail, tmp, len, &used);
+		free(tmp);
+		if (rc == 0 && cp_frame_has_imm(f, used)) {
+			out->algo = CP_BLOB_LZSS;
+			out->va = f->leas[i];
+			out->length = len;
+			out->consumed = used;
+			out->code = f->lea_insn[i];
+			(*it)++;
+			return true;
+		}
+	}
+	for (; *it < nst + 2 * f->nleas; (*it)++) {
+		size_t i = *it - nst - f->nleas;
+		uint64_t avail = rodata_avail(s->img, f->leas[i]);
+		const uint8_t *p = avail > len ? cp_image_va_bytes(s->img, f->leas[i], avail) : NULL;
+
+		if (p && p[len] == 0 && p[0] != 0) {
+			out->algo = CP_BLOB_NONE;
+			out->va = f->leas[i];
+			out->length = len;
+			out->consumed = len + 1;
+			out->code = f->lea_insn[i];
+			(*it)++;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool utf8_valid(const uint8_t *p, uint64_t n)
+{
+	uint64_t i = 0;
+
+	while (i < n) {
+		unsigned c = p[i], k, need;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			need = 1;
+		else if (c >= 0xe0 && c <= 0xef)
+			need = 2;
+		else if (c >= 0xf0 && c <= 0xf4)
+			need = 3;
+		else
+			return false;
+		if (n - i <= need)
+			return false;
+		for (k = 1; k <= need; k++)
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+		i += need + 1;
+	}
+	return true;
+}
+
+/* 3.2 keeps str and bytes lengths in one array, read by two loops: str
+ * entries up to the smaller bound, bytes entries from there to the array's
+ * end. When the bytes loop was folded into calls (a tail), the array holds
+ * str entries only. Otherwise the str bound is the largest loop bound in the
+ * array's upper half whose entries are all valid UTF-8 (modules have far
+ * fewer bytes constants than str ones). */
+static bool utf8_valid(const uint8_t *p, uint64_t n);
+
+static void split_single(const struct cp_frame *f, struct cp_blob *b, size_t narr, bool tail)
+{
+	size_t j, k, best = narr;
+	bool found = false;
+
+	for (j = 0; !tail && j < f->ncmps; j++) {
+		size_t cand = (size_t)f->cmps[j];
+		bool ok = cand > narr / 2 && cand < narr && (!found || cand > best);
+
+		for (k = 0; ok && k < cand; k++)
+			ok = utf8_valid(b->data + b->entry[k].offset, b->entry[k].length);
+		if (ok) {
+			best = cand;
+			found = true;
+		}
+	}
+	b->nstr = best;
+	for (j = 0; j < narr; j++)
+		b->entry[j].is_bytes = j >= best;
+}
+
+/* Cython always keeps the module's own name among its str constants; a
+ * split that does not produce it is not the real one. */
+static bool names_module(const cp_scan *s, const struct cp_blob *b)
+{
+	size_t k, n = strlen(s->modname);
+
+	if (!n)
+		return true;
+	for (k = 0; k < b->nstr; k++)
+		if (b->entry[k].length == n && !memcmp(b->data + b->entry[k].offset, s->modname, n))
+			return true;
+	return false;
+}
+
+/* Reads the lengths of a fit's entries and decodes its blob into b;
+ * false when the fit does not hold (sum, decoding, UTF-8 of str entries). */
+static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fit *fit,
+		     struct cp_blob *b)
+{
+	const uint8_t *src = cp_image_va_bytes(s->img, fit->blob.va, fit->blob.consumed);
+	size_t used = 0, total = 0, k = 0;
+	uint64_t pos = 0, i;
+	int a;
+
+	memset(b, 0, sizeof(*b));
+	for (a = 0; a < fit->narr; a++)
+		total += fit->arr[a].n;
+	total += fit->ntail;
+	if (!src || !total)
+		return false;
+	b->data = malloc(fit->blob.length ? fit->blob.length : 1);
+	b->entry = calloc(total, sizeof(*b->entry));
+	if (!b->data || !b->entry ||
+	    cp_blob_decode(fit->blob.algo, src, fit->blob.consumed, b->data, fit->blob.length, &used))
+		goto bad;
+	for (a = 0; a < fit->narr; a++) {
+		for (i = 0; i < fit->arr[a].n; i++, k++) {
+			struct cp_blob_entry *e = &b->entry[k];
+			uint32_t len;
+
+			e->cell = (uint64_t)(fit->arr[a].base + (int64_t)(4 * i));
+			if (!cp_frame_cell(f, fit->arr[a].base, (size_t)i, fit->arr[a].read_bits, &len) ||
+			    len > fit->blob.length - pos)
+				goto bad;
+			e->offset = pos;
+			e->length = len;
+			if (cp_frame_src_at(f, fit->arr[a].base, (size_t)i)) {
+				e->cell_insn = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->insn;
+				e->cell_va = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->va;
+			}
+			e->is_bytes = fit->narr == 2 && a == 1;
+			pos += len;
+		}
+	}
+	for (i = 0; i < fit->ntail; i++, k++) {
+		struct cp_blob_entry *e = &b->entry[k];
+
+		if (fit->tail[i].len > fit->blob.length - pos)
+			goto bad;
+		e->offset = pos;
+		e->length = fit->tail[i].len;
+		e->is_bytes = fit->tail[i].is_bytes;
+		e->cell_insn = fit->tail[i].set;
+		e->folded = true;
+		pos += e->length;
+	}
+	/* every module has a few dozen constants: refuse degenerate fits */
+	if (pos != fit->blob.length || total < 4 || pos < 32)
+		goto bad;
+	b->nentries = total;
+	if (fit->narr == 2 || s->cy_major > 3 || s->cy_minor >= 3)
+		b->nstr = fit->arr[0].n; /* 3.3: the str array, then bytes ones */
+	else
+		split_single(f, b, (size_t)fit->arr[0].n, fit->ntail > 0);
+	for (k = 0; k < b->nstr; k++)
+		if (!utf8_valid(b->data + b->entry[k].offset, b->entry[k].length))
+			goto bad;
+	if (!names_module(s, b))
+		goto bad;
+	b->algo = fit->blob.algo;
+	b->vaddr = fit->blob.va;
+	b->stored_length = fit->blob.consumed;
+	b->length = fit->blob.length;
+	b->str_bits = fit->arr[0].bits;
+	b->bytes_bits = fit->narr == 2 ? fit->arr[1].bits : fit->arr[0].bits;
+	b->code = fit->blob.code;
+	return true;
+bad:
+	free(b->data);
+	free(b->entry);
+	memset(b, 0, sizeof(*b));
+	return false;
+}
+
+/* How much a fit says: a decoded stream beats an LZSS stream whose lengths
+ * are immediates, which beats a plain literal that merely ends in a NUL;
+ * then a fit whose entry count is a loop bound too, then more entries. */
+static unsigned score(const struct cp_frame *f, const struct fit *fit)
+{
+	unsigned rank = fit->blob.algo == CP_BLOB_NONE ? 1 : fit->blob.algo == CP_BLOB_LZSS ? 2 : 3;
+	uint64_t n = 0;
+	int a;
+
+	for (a = 0; a < fit->narr; a++)
+		n += fit->arr[a].n;
+	return rank * 4 + (fit->narr == 2 ? 2 : 0) + (cp_frame_has_imm(f, n) ? 1 : 0);
+}
+
+static void consider(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
+		     size_t nst, struct fit *fit, struct cp_blob *best, unsigned *best_score)
+{
+	struct cp_blob b;
+	uint64_t len = 0;
+	size_t it = 0;
+	unsigned sc;
+	int a;
+
+	for (a = 0; a < fit->narr; a++)
+		len += fit->arr[a].sum;
+	for (a = 0; a < (int)fit->ntail; a++)
+		len += fit->tail[a].len;
+	while (next_blob(s, f, st, nst, len, &it, &fit->blob)) {
+		sc = score(f, fit);
+		if (sc <= *best_score || !load_fit(s, f, fit, &b))
+			continue;
+		free(best->data);
+		free(best->entry);
+		*best = b;
+		*best_score = sc;
+	}
+}
+
+/* The constant-length decoding calls after the decode loop starts: the
+ * entries whose one-iteration loop the compiler folded. */
+static size_t folded_tail(const struct cp_frame *f, struct cp_frame_arglen *out, size_t max)
+{
+	uint64_t loop = UINT64_MAX;
+	size_t i, n = 0;
+
+	for (i = 0; i < f->nloads; i++)
+		if (f->loads[i].scale == 4 && f->loads[i].insn < loop)
+			loop = f->loads[i].insn;
+	for (i = 0; i < f->narglens && n < max; i++)
+		if (f->arglens[i].len && f->arglens[i].insn > loop)
+			out[n++] = f->arglens[i];
+	return n;
+}
+
+/* A fit as it is, and with the folded entries appended. */
+static void consider_tails(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
+			   size_t nst, struct fit *fit, struct cp_blob *best, unsigned *best_score)
+{
+	struct cp_frame_arglen tail[8];
+	size_t n = folded_tail(f, tail, 8), k;
+
+	fit->tail = NULL;
+	fit->ntail = 0;
+	consider(s, f, st, nst, fit, best, best_score);
+	for (k = 1; k <= n; k++) {
+		fit->tail = tail;
+		fit->ntail = k;
+		consider(s, f, st, nst, fit, best, best_score);
+	}
+}
+
+/* Tries every fit of one function, keeping the best: two arrays (3.3) and
+ * one (3.2). */
+static bool search(const cp_scan *s, const struct cp_frame *f, const struct cands *cs,
+		   const struct stream *st, size_t nst, struct cp_blob *best)
+{
+	unsigned best_score = 0;
+	struct fit fit;
+	size_t i, j;
+
+	memset(best, 0, sizeof(*best));
+	memset(&fit, 0, sizeof(fit));
+	if (s->cy_major > 3 || s->cy_minor >= 3) {
+		fit.narr = 2;
+		for (i = 0; i < cs->n; i++)
+			for (j = 0; j < cs->n; j++) {
+				if (cs->v[i].base == cs->v[j].base)
+					continue;
+				fit.arr[0] = cs->v[i];
+				fit.arr[1] = cs->v[j];
+				consider_tails(s, f, st, nst, &fit, best, &best_score);
+			}
+	}
+	fit.narr = 1;
+	for (i = 0; i < cs->n; i++) {
+		fit.arr[0] = cs->v[i];
+		consider_tails(s, f, st, nst, &fit, best, &best_score);
+	}
+	return best_score > 0;
+}
+
+static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, cp_error *err)
+{
+	struct cp_frame f;
+	struct cands cs = { NULL, 0, 0 };
+	struct stream *st = NULL;
+	size_t nst = 0;
+	struct cp_blob b;
+	const struct cp_section *sec;
+	cp_status rc = cp_frame_eval(s->img, start, end, &f, err);
+
+	if (rc)
+		return rc;
+	if (build_cands(&f, &cs) || find_streams(s->img, &f, &st, &nst)) {
+		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	} else if (search(s, &f, &cs, st, nst, &b)) {
+		b.func = start;
+		sec = cp_image_section_at(s->img, b.vaddr);
+		b.section = sec ? sec->name : "?";
+		b.offset = sec ? sec->offset + (b.vaddr - sec->addr) : 0;
+		if (CP_GROW(s->blobs, s->capblobs, s->nblobs + 1)) {
+			free(b.data);
+			free(b.entry);
+			rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		} else {
+			s->blobs[s->nblobs++] = b;
+		}
+	}
+	free(cs.v);
+	free(st);
+	cp_frame_free(&f);
+	return rc;
+}
+
+cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
+{
+	uint64_t done[16];
+	size_t ndone = 0, i, k;
+
+	if (s->cy_major < 3 || (s->cy_major == 3 && s->cy_minor < 2))
+		return CP_OK;
+	for (i = 0; i < s->ncalls; i++) {
+		uint64_t start, end;
+		cp_status st;
+
+		if (!s->calls[i].name || strcmp(s->calls[i].name, "PyUnicode_DecodeUTF8") != 0 ||
+		    !cp_image_function(s->img, s->calls[i].addr, &start, &end))
+			continue;
+		for (k = 0; k < ndone && done[k] != start; k++)
+			;
+		if (k < ndone || ndone == sizeof(done) / sizeof(done[0]))
+			continue;
+		done[ndone++] = start;
+		st = scan_function(s, start, end, err);
+		if (st)
+			return st;
+	}
+	if (!s->nblobs)
+		return cp_scan_note(s, err, "Cython %s module: no string blob was recovered; "
+				    "names inside it are not reported", s->cython);
+	return CP_OK;
+}
+
+bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len)
+{
+	size_t i;
+
+	for (i = 0; i < s->nblobs; i++)
+		if (va >= s->blobs[i].vaddr && va + len <= s->blobs[i].vaddr + s->blobs[i].stored_length)
+			return true;
+	return false;
+}
+
+/* An import-signature constant: N signatures (an empty one repeats the one
+ * before), then N names, NUL-separated, no NUL at the end. */
+struct sigconst {
+	size_t entry;
+	char **piece;
+	size_t npiece;
+};
+
+static void free_sigconst(struct sigconst *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->npiece; i++)
+		free(c->piece[i]);
+	free(c->piece);
+}
+
+static bool is_ident(const char *p)
+{
+	if (!*p || (*p >= '0' && *p <= '9'))
+		return false;
+	for (; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
+			return false;
+	return true;
+}
+
+static bool parse_sigconst(const uint8_t *d, uint64_t len, struct sigconst *c)
+{
+	uint64_t i, start = 0;
+	size_t n = 1, k, half;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < len; i++)
+		n += d[i] == 0;
+	if (n < 2 || n % 2 || !len || d[0] == 0)
+		return false;
+	c->piece = calloc(n, sizeof(char *));
+	if (!c->piece)
+		return false;
+	for (i = 0; i <= len; i++) {
+		if (i < len && d[i] != 0)
+			continue;
+		c->piece[c->npiece] = cp_strndup((const char *)d + start, (size_t)(i - start));
+		if (!c->piece[c->npiece++])
+			goto bad;
+		start = i + 1;
+	}
+	half = n / 2;
+	for (k = half; k < n; k++)
+		if (!is_ident(c->piece[k]))
+			goto bad;
+	for (k = 0; k < half; k++)
+		if (strchr(c->piece[k], '\n'))
+			goto bad;
+	return true;
+bad:
+	free_sigconst(c);
+	return false;
+}
+
+/* Cython 3.2+ loads the constant from the module's string table right after
+ * importing the provider: string_tab + 8 * entry. The table's address is the
+ * one base that maps the most constants onto loads of import blocks. */
+static const struct cp_import_block *block_of(const cp_scan *s, uint64_t base, size_t entry)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->nblocks; i++)
+		for (j = 0; j < s->blocks[i].nloads; j++)
+			if (s->blocks[i].loads[j] == base + 8 * entry)
+				return &s->blocks[i];
+	return NULL;
+}
+
+static uint64_t solve_table_base(const cp_scan *s, const struct sigconst *c, size_t nc)
+{
+	uint64_t best = 0;
+	size_t bestscore = 0, i, j, k, m;
+
+	for (i = 0; i < s->nblocks; i++)
+		for (j = 0; j < s->blocks[i].nloads; j++)
+			for (k = 0; k < nc; k++) {
+				uint64_t base = s->blocks[i].loads[j] - 8 * c[k].entry;
+				size_t score = 0;
+
+				for (m = 0; m < nc; m++)
+					score += block_of(s, base, c[m].entry) != NULL;
+				if (score > bestscore) {
+					bestscore = score;
+					best = base;
+				}
+			}
+	return best;
+}
+
+static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
+			       const struct cp_import_block *blk, cp_error *err)
+{
+	const struct cp_blob *b = &s->blobs[bi];
+	const struct cp_blob_entry *e = &b->entry[c->entry];
+	size_t half = c->npiece / 2, k;
+	const char *sig = NULL;
+	struct cp_loc loc = { (int)bi, b->section, 0, e->offset, e->length };
+	uint64_t sites[2] = { b->code, e->cell_insn };
+	cp_status st;
+
+	for (k = 0; k < half; k++) {
+		const char *module = blk ? blk->module : NULL;
+		const char *mm;
+
+		if (*c->piece[k])
+			sig = c->piece[k];
+		if (!module && cp_scan_signature_layout(s, sig, &mm) >= 0)
+			module = mm;
+		st = cp_scan_add_import(s, module, c->piece[half + k], sig,
+					module ? cp_scan_slot_symbol(s, module, c->piece[half + k],
+								     !strchr(sig, '('))
+					       : 0,
+					&loc, sites, e->cell_insn ? 2 : 1, err);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+static cp_status add_blob_ref(cp_scan *s, size_t bi, size_t k, enum cp_ref_kind kind,
+			      const char *module, int layout, const char *value, cp_error *err)
+{
+	const struct cp_blob *b = &s->blobs[bi];
+	const struct cp_blob_entry *e = &b->entry[k];
+	struct cp_ref *r = cp_scan_add_ref(s, kind, err);
+	struct cp_site site;
+
+	if (!r)
+		return err->code;
+	r->layout = layout;
+	r->module = strdup(module);
+	r->value = strdup(value);
+	r->loc.blob = (int)bi;
+	r->loc.section = b->section;
+	r->loc.offset = e->offset;
+	r->loc.length = e->length;
+	if (!r->module || !r->value)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	memset(&site, 0, sizeof(site));
+	site.kind = CP_SITE_INDEX;
+	site.addr = e->cell_insn;
+	site.len_addr = e->cell_va;
+	snprintf(site.text, sizeof(site.text), "length index entry %zu (%u-bit field, %s)", k,
+		 e->is_bytes ? b->bytes_bits : b->str_bits,
+		 e->cell_va ? "copied from a .rodata template" : "an immediate in code");
+	if (cp_ref_add_site(r, &site, err))
+		return err->code;
+	cp_scan_code_site(s, b->code, &site);
+	return cp_ref_add_site(r, &site, err);
+}
+
+static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
+{
+	struct cp_blob *b = &s->blobs[bi];
+	struct sigconst *consts = NULL;
+	size_t nc = 0, cap = 0, k;
+	uint64_t base;
+	cp_status st = CP_OK;
+
+	for (k = 0; !st && k < b->nentries; k++) {
+		const struct cp_blob_entry *e = &b->entry[k];
+		char *v = cp_strndup((const char *)b->data + e->offset, e->length);
+		const char *module;
+		int lay;
+
+		if (!v)
+			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		if (!e->is_bytes && (lay = cp_scan_name_layout(s, v, &module)) >= 0)
+			st = add_blob_ref(s, bi, k, CP_K_PYIMPORT, module, lay, v, err);
+		else if (e->is_bytes && (lay = cp_scan_signature_layout(s, v, &module)) >= 0)
+			st = add_blob_ref(s, bi, k, CP_K_SIGNATURE, module, lay, v, err);
+		free(v);
+		if (!st && e->is_bytes) {
+			if (CP_GROW(consts, cap, nc + 1)) {
+				st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+				break;
+			}
+			if (parse_sigconst(b->data + e->offset, e->length, &consts[nc]))
+				consts[nc++].entry = k;
+		}
+	}
+	base = st ? 0 : solve_table_base(s, consts, nc);
+	for (k = 0; !st && k < nc; k++)
+		st = emit_sigconst(s, bi, &consts[k], block_of(s, base, consts[k].entry), err);
+	for (k = 0; k < nc; k++)
+		free_sigconst(&consts[k]);
+	free(consts);
+	return st;
+}
+
+cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < s->nblobs; i++) {
+		st = blob_refs(s, i, err);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}

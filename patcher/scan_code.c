@@ -1,0 +1,232 @@
+/*
+ * scan_code.c - the code walk and the relocation pass of a scan.
+ *
+ * The walk keeps three things: every RIP-relative lea into data (the sites
+ * that a string can have in code), the calls that import code makes, and
+ * for each PyImport_ImportModule call the data words loaded after it (Cython
+ * 3.2+ fetches its import-signature constant from the string table there).
+ */
+#include "scan.h"
+#include "error.h"
+
+#include <elf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BLOCK_LOADS 4 /* the constant is loaded right after the import */
+
+struct walk_ctx {
+	cp_scan *s;
+	bool oom;
+	struct cp_import_block *block; /* open block, or NULL */
+};
+
+static bool is_data(const cp_image *img, uint64_t va)
+{
+	const struct cp_section *sec = cp_image_section_at(img, va);
+
+	return sec && !(sec->flags & SHF_EXECINSTR);
+}
+
+static void on_ref(void *ctx, const struct cp_code_ref *r)
+{
+	struct walk_ctx *c = ctx;
+	cp_scan *s = c->s;
+	const struct cp_section *sec;
+	struct cp_import_block *b = c->block;
+
+	if (r->kind == CP_REF_LEA) {
+		if (!is_data(s->img, r->target))
+			return;
+		if (CP_GROW(s->xrefs, s->capxrefs, s->nxrefs + 1)) {
+			c->oom = true;
+			return;
+		}
+		s->xrefs[s->nxrefs].target = r->target;
+		s->xrefs[s->nxrefs].addr = r->addr;
+		s->nxrefs++;
+		return;
+	}
+	if (r->kind != CP_REF_LOAD || !b || b->nloads >= MAX_BLOCK_LOADS)
+		return;
+	sec = cp_image_section_at(s->img, r->target);
+	if (!sec || !cp_section_is_writable(sec) || cp_image_got_name(s->img, r->target))
+		return;
+	if (CP_GROW(b->loads, b->caploads, b->nloads + 1)) {
+		c->oom = true;
+		return;
+	}
+	b->loads[b->nloads++] = r->target;
+}
+
+static bool wanted_call(const struct cp_call *call)
+{
+	static const char *const names[] = {
+		"PyImport_ImportModule", "PyDict_GetItemString", "PyCapsule_IsValid",
+		"PyObject_GetAttrString", "PyUnicode_DecodeUTF8", NULL
+	};
+	int i, addrs = 0;
+
+	for (i = 0; call->name && names[i]; i++)
+		if (strcmp(call->name, names[i]) == 0)
+			return true;
+	for (i = 0; i < 6; i++)
+		addrs += call->arg[i].kind == CP_V_ADDR;
+	return addrs >= 2;
+}
+
+static void open_block(struct walk_ctx *c, const struct cp_call *call)
+{
+	cp_scan *s = c->s;
+	struct cp_import_block *b;
+	const char *m = NULL;
+
+	if (call->arg[0].kind == CP_V_ADDR)
+		m = cp_image_cstring(s->img, call->arg[0].v, 4096);
+	if (CP_GROW(s->blocks, s->capblocks, s->nblocks + 1)) {
+		c->oom = true;
+		return;
+	}
+	b = &s->blocks[s->nblocks];
+	memset(b, 0, sizeof(*b));
+	b->call = call->addr;
+	if (m && !(b->module = strdup(m))) {
+		c->oom = true;
+		return;
+	}
+	s->nblocks++;
+	c->block = b;
+}
+
+static void on_call(void *ctx, const struct cp_call *call)
+{
+	struct walk_ctx *c = ctx;
+	cp_scan *s = c->s;
+	struct cp_scan_call *k;
+
+	if (!wanted_call(call))
+		return;
+	if (CP_GROW(s->calls, s->capcalls, s->ncalls + 1)) {
+		c->oom = true;
+		return;
+	}
+	k = &s->calls[s->ncalls++];
+	k->addr = call->addr;
+	k->name = call->name;
+	memcpy(k->arg, call->arg, sizeof(k->arg));
+	if (call->name && strcmp(call->name, "PyImport_ImportModule") == 0)
+		open_block(c, call);
+}
+
+static int by_target(const void *a, const void *b)
+{
+	const struct cp_xref *x = a, *y = b;
+
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+cp_status cp_scan_code(cp_scan *s, cp_error *err)
+{
+	struct walk_ctx c = { s, false, NULL };
+	struct cp_code_visitor v = { on_ref, on_call, &c };
+	cp_status st = cp_code_walk(s->img, 0, 0, &v, err);
+
+	if (st)
+		return st;
+	if (c.oom)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	if (s->nxrefs)
+		qsort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), by_target);
+	return CP_OK;
+}
+
+size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first)
+{
+	size_t lo = 0, hi = s->nxrefs, n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->xrefs[mid].target < va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*first = lo;
+	for (n = 0; lo + n < s->nxrefs && s->xrefs[lo + n].target == va; n++)
+		;
+	return n;
+}
+
+void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site)
+{
+	memset(site, 0, sizeof(*site));
+	site->kind = CP_SITE_CODE;
+	site->addr = addr;
+	cp_dis_describe(&s->dis, s->img, addr, site->text, sizeof(site->text));
+}
+
+/* Cython's string tables store a pointer and then the length with the NUL:
+ * 0.29 and 3.0 as Py_ssize_t right after the pointer, 3.1 as unsigned short. */
+static uint64_t table_length_field(const cp_scan *s, uint64_t where, uint64_t len)
+{
+	const uint8_t *p = cp_image_va_bytes(s->img, where + 8, 8);
+	uint64_t q;
+	uint16_t h;
+
+	if (!p)
+		return 0;
+	memcpy(&q, p, 8);
+	memcpy(&h, p, 2);
+	if (q == len + 1 || (s->cy_major == 3 && s->cy_minor == 1 && h == len + 1))
+		return where + 8;
+	return 0;
+}
+
+/* Attaches relocation sites to the strings they point at. */
+cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
+{
+	size_t i, j;
+	cp_status st;
+
+	for (i = 0; i < s->img->nrel; i++) {
+		const struct cp_reloc *r = &s->img->rel[i];
+
+		if (r->type != R_X86_64_RELATIVE)
+			continue;
+		for (j = 0; j < s->nstrs; j++) {
+			struct cp_string *str = &s->strs[j];
+			struct cp_site site;
+
+			if ((uint64_t)r->addend != str->va)
+				continue;
+			memset(&site, 0, sizeof(site));
+			site.addr = r->offset;
+			site.len_addr = table_length_field(s, r->offset, str->len);
+			site.kind = site.len_addr ? CP_SITE_TABLE : CP_SITE_RELOC;
+			snprintf(site.text, sizeof(site.text), "R_X86_64_RELATIVE at %#llx%s",
+				 (unsigned long long)r->offset,
+				 site.len_addr ? " (string table entry, length follows)" : "");
+			if (CP_GROW(str->sites, str->capsites, str->nsites + 1))
+				return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+			str->sites[str->nsites++] = site;
+		}
+	}
+	for (j = 0; j < s->nstrs; j++) {
+		struct cp_string *str = &s->strs[j];
+		size_t first, n = cp_scan_xrefs_to(s, str->va, &first);
+
+		for (i = 0; i < n; i++) {
+			struct cp_site site;
+
+			cp_scan_code_site(s, s->xrefs[first + i].addr, &site);
+			if (CP_GROW(str->sites, str->capsites, str->nsites + 1))
+				return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+			str->sites[str->nsites++] = site;
+		}
+	}
+	st = CP_OK;
+	return st;
+}

@@ -1,0 +1,174 @@
+/*
+ * validate.c - checks an ELF file's headers and tables before LIEF sees it.
+ *
+ * LIEF 0.9 crashes on an empty file and on e_phnum 0xffff (measured), and
+ * trusts offsets and counts; everything it will walk is checked here first.
+ */
+#include "image.h"
+#include "error.h"
+
+#include <elf.h>
+#include <string.h>
+
+#define MAX_TABLE_ENTRIES 0xff00u /* below PN_XNUM and SHN_LORESERVE */
+
+static const char *machine_name(unsigned m)
+{
+	switch (m) {
+	case EM_386: return "i386";
+	case EM_ARM: return "arm";
+	case EM_AARCH64: return "aarch64";
+	case EM_PPC: return "ppc";
+	case EM_PPC64: return "ppc64";
+	case EM_S390: return "s390x";
+	case EM_RISCV: return "riscv";
+	case EM_MIPS: return "mips";
+	default: return "an unsupported machine";
+	}
+}
+
+/* [off, off+len) inside [0, size), without overflow. */
+static bool in_file(uint64_t off, uint64_t len, size_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+static cp_status check_ident(const char *path, const uint8_t *d, size_t size, cp_error *err)
+{
+	if (size == 0)
+		return cp_fail(err, CP_E_INPUT, "%s: empty file", path);
+	if (size < SELFMAG || memcmp(d, ELFMAG, SELFMAG) != 0)
+		return cp_fail(err, CP_E_INPUT, "%s: not an ELF file", path);
+	if (size < EI_NIDENT)
+		return cp_fail(err, CP_E_INPUT, "%s: truncated ELF header (%zu bytes)", path, size);
+	if (d[EI_CLASS] == ELFCLASS32)
+		return cp_fail(err, CP_E_INPUT, "%s: 32-bit ELF; cypatch handles x86-64 extensions only", path);
+	if (d[EI_CLASS] != ELFCLASS64)
+		return cp_fail(err, CP_E_INPUT, "%s: invalid ELF class %u", path, d[EI_CLASS]);
+	if (d[EI_DATA] != ELFDATA2LSB)
+		return cp_fail(err, CP_E_INPUT, "%s: big-endian ELF; cypatch handles x86-64 extensions only", path);
+	if (size < sizeof(Elf64_Ehdr))
+		return cp_fail(err, CP_E_INPUT, "%s: truncated ELF header (%zu bytes)", path, size);
+	return CP_OK;
+}
+
+static cp_status check_header(const char *path, const Elf64_Ehdr *eh, cp_error *err)
+{
+	if (eh->e_machine != EM_X86_64)
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: ELF for %s (e_machine %u); cypatch handles x86-64 extensions only",
+			       path, machine_name(eh->e_machine), eh->e_machine);
+	if (eh->e_type != ET_DYN)
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: not a shared object (e_type %u); extension modules are ET_DYN",
+			       path, eh->e_type);
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 ||
+	    eh->e_phnum >= MAX_TABLE_ENTRIES)
+		return cp_fail(err, CP_E_INPUT, "%s: bad program header table (e_phnum %u, e_phentsize %u)",
+			       path, eh->e_phnum, eh->e_phentsize);
+	if (eh->e_shnum == 0)
+		return cp_fail(err, CP_E_INPUT, "%s: no section headers; cypatch needs them to find the module's data",
+			       path);
+	if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum >= MAX_TABLE_ENTRIES ||
+	    eh->e_shstrndx == SHN_UNDEF || eh->e_shstrndx >= eh->e_shnum)
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: bad section header table (e_shnum %u, e_shentsize %u, e_shstrndx %u)",
+			       path, eh->e_shnum, eh->e_shentsize, eh->e_shstrndx);
+	return CP_OK;
+}
+
+static cp_status check_segments(const char *path, const uint8_t *d, size_t size,
+				const Elf64_Ehdr *eh, cp_error *err)
+{
+	const Elf64_Phdr *ph;
+	unsigned i;
+
+	if (!in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(*ph), size) ||
+	    eh->e_phoff % 8)
+		return cp_fail(err, CP_E_INPUT, "%s: truncated: program headers lie outside the file", path);
+	ph = (const Elf64_Phdr *)(d + eh->e_phoff);
+	for (i = 0; i < eh->e_phnum; i++) {
+		if (!in_file(ph[i].p_offset, ph[i].p_filesz, size))
+			return cp_fail(err, CP_E_INPUT, "%s: truncated: segment %u lies outside the file", path, i);
+		if (ph[i].p_filesz > ph[i].p_memsz)
+			return cp_fail(err, CP_E_INPUT, "%s: segment %u has p_filesz > p_memsz", path, i);
+	}
+	return CP_OK;
+}
+
+static bool name_ok(const uint8_t *strtab, uint64_t strsize, uint32_t name)
+{
+	return name < strsize && memchr(strtab + name, 0, strsize - name) != NULL;
+}
+
+/* Symbol tables: entry size, string table link and every name inside it. */
+static cp_status check_symtab(const char *path, const uint8_t *d, const Elf64_Shdr *sh,
+			      unsigned shnum, unsigned i, cp_error *err)
+{
+	const Elf64_Shdr *s = &sh[i], *str;
+	const Elf64_Sym *sym;
+	uint64_t n, k;
+
+	if (s->sh_entsize != sizeof(Elf64_Sym) || s->sh_size % sizeof(Elf64_Sym) ||
+	    s->sh_offset % 8)
+		return cp_fail(err, CP_E_INPUT, "%s: section %u: bad symbol table entry size", path, i);
+	if (s->sh_link == 0 || s->sh_link >= shnum || sh[s->sh_link].sh_type != SHT_STRTAB)
+		return cp_fail(err, CP_E_INPUT, "%s: section %u: symbol table without a string table", path, i);
+	str = &sh[s->sh_link];
+	sym = (const Elf64_Sym *)(d + s->sh_offset);
+	n = s->sh_size / sizeof(Elf64_Sym);
+	for (k = 0; k < n; k++)
+		if (!name_ok(d + str->sh_offset, str->sh_size, sym[k].st_name))
+			return cp_fail(err, CP_E_INPUT, "%s: section %u: symbol %llu has a bad name",
+				       path, i, (unsigned long long)k);
+	return CP_OK;
+}
+
+static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
+				const Elf64_Ehdr *eh, cp_error *err)
+{
+	const Elf64_Shdr *sh, *shstr;
+	unsigned i;
+	cp_status st;
+
+	if (!in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(*sh), size) || eh->e_shoff % 8)
+		return cp_fail(err, CP_E_INPUT, "%s: truncated: section headers lie outside the file", path);
+	sh = (const Elf64_Shdr *)(d + eh->e_shoff);
+	for (i = 1; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_NOBITS && !in_file(sh[i].sh_offset, sh[i].sh_size, size))
+			return cp_fail(err, CP_E_INPUT, "%s: truncated: section %u lies outside the file", path, i);
+		if (sh[i].sh_addralign > 1 && (sh[i].sh_addralign & (sh[i].sh_addralign - 1)))
+			return cp_fail(err, CP_E_INPUT, "%s: section %u: alignment is not a power of two", path, i);
+	}
+	shstr = &sh[eh->e_shstrndx];
+	if (shstr->sh_type != SHT_STRTAB || shstr->sh_size == 0)
+		return cp_fail(err, CP_E_INPUT, "%s: section name table is not a string table", path);
+	for (i = 0; i < eh->e_shnum; i++) {
+		if (!name_ok(d + shstr->sh_offset, shstr->sh_size, sh[i].sh_name))
+			return cp_fail(err, CP_E_INPUT, "%s: section %u has a bad name", path, i);
+		if (sh[i].sh_type == SHT_SYMTAB || sh[i].sh_type == SHT_DYNSYM) {
+			st = check_symtab(path, d, sh, eh->e_shnum, i, err);
+			if (st)
+				return st;
+		}
+		if (sh[i].sh_type == SHT_DYNAMIC &&
+		    (sh[i].sh_entsize != sizeof(Elf64_Dyn) || sh[i].sh_size % sizeof(Elf64_Dyn)))
+			return cp_fail(err, CP_E_INPUT, "%s: section %u: bad dynamic table", path, i);
+	}
+	return CP_OK;
+}
+
+cp_status cp_validate_elf(const char *path, const uint8_t *d, size_t size, cp_error *err)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+	cp_status st;
+
+	st = check_ident(path, d, size, err);
+	if (!st)
+		st = check_header(path, eh, err);
+	if (!st)
+		st = check_segments(path, d, size, eh, err);
+	if (!st)
+		st = check_sections(path, d, size, eh, err);
+	return st;
+}
