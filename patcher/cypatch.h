@@ -53,8 +53,11 @@ cp_status cp_scan_run(const cp_image *img, const cp_rules *rules,
 void cp_scan_free(cp_scan *scan);
 size_t cp_scan_count(const cp_scan *scan);
 
-/* Report: a person's view and the stable JSON form (docs/json.md). */
-cp_status cp_scan_write_text(const cp_scan *scan, FILE *out, cp_error *err);
+/* Report: a person's view and the stable JSON form (docs/json.md). The scan
+ * borrows section names from the image: report before cp_image_close.
+ * The text view lists "string" references (messages, docstrings naming a
+ * mapped module) only when `all` is set; it counts them otherwise. */
+cp_status cp_scan_write_text(const cp_scan *scan, FILE *out, int all, cp_error *err);
 cp_status cp_scan_write_json(const cp_scan *scan, FILE *out, cp_error *err);
 
 #endif

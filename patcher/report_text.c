@@ -44,9 +44,9 @@ static void print_ref(FILE *out, const cp_scan *s, const struct cp_ref *r)
 			(unsigned long long)r->sites[i].addr, r->sites[i].text);
 }
 
-cp_status cp_scan_write_text(const cp_scan *s, FILE *out, cp_error *err)
+cp_status cp_scan_write_text(const cp_scan *s, FILE *out, int all, cp_error *err)
 {
-	size_t i;
+	size_t i, hidden = 0;
 	bool any = false;
 
 	fprintf(out, "%s: %s, Cython %s, built against: ", s->path, s->arch,
@@ -66,8 +66,16 @@ cp_status cp_scan_write_text(const cp_scan *s, FILE *out, cp_error *err)
 			(unsigned long long)b->stored_length, (unsigned long long)b->length,
 			b->nentries, b->nstr);
 	}
-	for (i = 0; i < s->nrefs; i++)
+	for (i = 0; i < s->nrefs; i++) {
+		if (s->refs[i].kind == CP_K_STRING && !all) {
+			hidden++;
+			continue;
+		}
 		print_ref(out, s, &s->refs[i]);
+	}
+	if (hidden)
+		fprintf(out, "  (%zu other string%s name mapped modules: messages, docstrings; --all lists them)\n",
+			hidden, hidden == 1 ? "" : "s");
 	for (i = 0; i < s->nnotes; i++)
 		fprintf(out, "  note: %s\n", s->notes[i]);
 	fprintf(out, "%zu reference%s\n", s->nrefs, s->nrefs == 1 ? "" : "s");

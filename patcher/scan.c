@@ -136,8 +136,8 @@ static cp_status add_literal_ref(cp_scan *s, const struct cp_string *str, enum c
 	if (!r)
 		return err->code;
 	r->layout = str->layout;
-	r->module = strdup(str->module);
 	r->value = cp_strndup(value, str->len);
+	r->module = str->package && r->value ? strdup(r->value) : strdup(str->module);
 	r->loc.section = str->section;
 	r->loc.vaddr = str->va;
 	r->loc.offset = str->off;
@@ -157,8 +157,7 @@ static cp_status literal_refs(cp_scan *s, cp_error *err)
 
 	for (i = 0; i < s->nstrs; i++) {
 		const struct cp_string *str = &s->strs[i];
-		bool exact = str->va == str->needle_at && str->len == strlen(str->module);
-		enum cp_ref_kind kind = literal_kind(s, str, exact);
+		enum cp_ref_kind kind = literal_kind(s, str, str->exact);
 
 		if (str->roles & (1u << CP_K_CIMPORT)) {
 			st = add_literal_ref(s, str, CP_K_CIMPORT, err);

@@ -93,6 +93,8 @@ struct cp_string {
 	int layout;
 	const char *module;      /* the needle it holds (rules-owned) */
 	uint64_t needle_at;      /* va of the needle inside it */
+	bool exact;              /* the string is the needle, nothing more */
+	bool package;            /* the needle is a layout-specific package */
 	bool path_form;          /* "cuda/bindings/cydriver.pxd" */
 	bool mangled;            /* holds a mangled prefix */
 	struct cp_site *sites;

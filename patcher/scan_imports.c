@@ -67,6 +67,13 @@ uint64_t cp_scan_slot_symbol(const cp_scan *s, const char *module, const char *n
 	/* "__pyx_t_4cuda_..." -> "__pyx_f_4cuda_..." / "__pyx_vp_4cuda_..." */
 	snprintf(sym, sizeof(sym), "%s%s%s", var ? "__pyx_vp_" : "__pyx_f_", mangled + 8, name);
 	y = cp_image_symbol(s->img, sym);
+	if (!y) {
+		/* modules compiled as C++ (cuda-python's own) mangle the static: _ZL<len><name> */
+		char cxx[1100];
+
+		snprintf(cxx, sizeof(cxx), "_ZL%zu%s", strlen(sym), sym);
+		y = cp_image_symbol(s->img, cxx);
+	}
 	return y ? y->value : 0;
 }
 
@@ -225,7 +232,7 @@ cp_status cp_scan_imports(cp_scan *s, cp_error *err)
 			pending = &c->arg[1];
 		else if (named(c, "PyCapsule_IsValid") && pending)
 			st = add_capsule_import(s, module, pending, &c->arg[1], 0, err);
-		else if (!c->name || !strncmp(c->name, "__Pyx_Import", 12))
+		else if (!c->name || strstr(c->name, "__Pyx_Import")) /* C++: _ZL27__Pyx_Import... */
 			st = helper_call(s, module, c, err);
 		/* only the first attribute lookup after an import is a type's */
 		if (named(c, "PyObject_GetAttrString"))

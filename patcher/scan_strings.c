@@ -137,10 +137,11 @@ static cp_status add_string(cp_scan *s, const struct cp_section *sec, uint64_t s
 
 	if (str) {
 		/* a longer needle at the same place says more (module over package) */
-		if (str->needle_at == sec->addr + at && strlen(str->module) < strlen(n->module) &&
-		    n->form == N_MODULE) {
+		if (str->needle_at == sec->addr + at && str->package && n->form == N_MODULE) {
 			str->module = n->module;
 			str->layout = n->layout;
+			str->package = false;
+			str->exact = start == at && end - start == n->len;
 		}
 		return CP_OK;
 	}
@@ -155,6 +156,8 @@ static cp_status add_string(cp_scan *s, const struct cp_section *sec, uint64_t s
 	str->layout = n->layout;
 	str->module = n->module;
 	str->needle_at = sec->addr + at;
+	str->exact = start == at && end - start == n->len;
+	str->package = n->form == N_PACKAGE;
 	str->path_form = n->form == N_PATH;
 	str->mangled = n->form == N_MANGLED;
 	return CP_OK;

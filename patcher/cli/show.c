@@ -8,7 +8,7 @@
 #define MAX_RULES 32
 
 static const char usage[] =
-	"usage: cypatch show [--json] [--rules FILE]... EXT.so\n"
+	"usage: cypatch show [--json] [--all] [--rules FILE]... EXT.so\n"
 	"\n"
 	"Lists every reference a compiled Cython extension makes to a module that\n"
 	"the rules map between layouts: cimported modules, functions (name,\n"
@@ -17,6 +17,8 @@ static const char usage[] =
 	"lives and every site that points at it.\n"
 	"\n"
 	"  --json        print the stable JSON form (docs/json.md)\n"
+	"  --all         also list other strings naming mapped modules (messages,\n"
+	"                docstrings); the JSON form always has them\n"
 	"  --rules FILE  add a rules file to the built-in cuda-python rules\n"
 	"  -h, --help    show this help\n"
 	"\n"
@@ -26,12 +28,13 @@ int cmd_show(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *rules_files[MAX_RULES];
-	int nrules = 0, json = 0, c;
+	int nrules = 0, json = 0, all = 0, c;
 	cp_rules *rules = NULL;
 	cp_image *img = NULL;
 	cp_scan *scan = NULL;
@@ -43,6 +46,9 @@ int cmd_show(int argc, char **argv)
 		switch (c) {
 		case 'j':
 			json = 1;
+			break;
+		case 'a':
+			all = 1;
 			break;
 		case 'r':
 			if (nrules == MAX_RULES)
@@ -64,7 +70,7 @@ int cmd_show(int argc, char **argv)
 	if (!st)
 		st = cp_scan_run(img, rules, &scan, &err);
 	if (!st)
-		st = json ? cp_scan_write_json(scan, stdout, &err) : cp_scan_write_text(scan, stdout, &err);
+		st = json ? cp_scan_write_json(scan, stdout, &err) : cp_scan_write_text(scan, stdout, all, &err);
 	cp_scan_free(scan);
 	cp_image_close(img);
 	cp_rules_free(rules);

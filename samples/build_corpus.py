@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Builds cypatch's sample corpus from real parts.
+
+Every extension here is produced by real Cython from PyPI and compiled the
+way setuptools compiles extensions (the interpreter's own CC, CFLAGS and
+LDSHARED):
+
+* providers of our own (samples/providers) in both cuda-python layouts under
+  the real module names, built into site/<layout>/;
+* consumers (samples/consumers/*.pyx.in) built against each layout with every
+  Cython version in CYTHONS;
+* consumers of real cuda-python (samples/realcuda) built against the wheels
+  of cuda-python 12.5.0 (legacy) and 12.6.2.post1 (bindings), with the CUDA
+  headers under /usr/local/cuda.
+
+The result is a cache under the build tree with manifest.json describing every
+artifact; a second run rebuilds only what changed. Nothing outside the given
+directory is written.
+
+usage: build_corpus.py OUTDIR
+"""
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CYTHONS = ["0.29.37", "3.0.12", "3.1.8", "3.2.9", "3.3.1"]
+PROVIDER_CYTHON = "3.1.8"
+CUDA_PYTHON = {"legacy": ("cuda-python", "12.5.0"), "bindings": ("cuda-python", "12.6.2.post1")}
+CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
+
+NAMES = {
+    "bindings": {
+        "CYDRIVER": "cuda.bindings.cydriver", "CYRUNTIME": "cuda.bindings.cyruntime",
+        "DRIVER": "cuda.bindings.driver", "DRIVER_PARENT": "cuda.bindings",
+        "DRIVER_LEAF": "driver", "PYPARENT": "cuda.bindings", "PYRUNTIME": "runtime",
+    },
+    "legacy": {
+        "CYDRIVER": "cuda.ccuda", "CYRUNTIME": "cuda.ccudart",
+        "DRIVER": "cuda.cuda", "DRIVER_PARENT": "cuda",
+        "DRIVER_LEAF": "cuda", "PYPARENT": "cuda", "PYRUNTIME": "cudart",
+    },
+}
+PROVIDER_FILES = {  # provider source -> module path per layout
+    "bindings": {"cydriver": "cuda/bindings/cydriver", "cyruntime": "cuda/bindings/cyruntime",
+                 "driver": "cuda/bindings/driver"},
+    "legacy": {"cydriver": "cuda/ccuda", "cyruntime": "cuda/ccudart", "driver": "cuda/cuda"},
+}
+EXT = sysconfig.get_config_var("EXT_SUFFIX")
+
+
+def log(msg):
+    print("corpus: " + msg, flush=True)
+
+
+def run(cmd, cwd=None, env=None):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return proc.returncode, proc.stdout
+
+
+def digest(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def pip(*args):
+    rc, out = run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"] + list(args))
+    if rc:
+        raise SystemExit("corpus: pip %s failed:\n%s" % (" ".join(args), out))
+
+
+def ensure_cython(cache, version):
+    target = os.path.join(cache, "cython", version)
+    if not os.path.exists(os.path.join(target, ".done")):
+        log("installing Cython %s from PyPI" % version)
+        shutil.rmtree(target, ignore_errors=True)
+        pip("install", "--no-deps", "--only-binary=:all:", "--target", target, "cython==" + version)
+        open(os.path.join(target, ".done"), "w").close()
+    return target
+
+
+def ensure_wheel(cache, name, version):
+    """Downloads a wheel for this interpreter and unpacks it; returns both."""
+    wheels = os.path.join(cache, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    norm = name.replace("-", "_")
+    found = [w for w in os.listdir(wheels) if w.startswith("%s-%s-" % (norm, version))]
+    if not found:
+        log("downloading %s %s from PyPI" % (name, version))
+        pip("download", "--no-deps", "--only-binary=:all:", "-d", wheels, "%s==%s" % (name, version))
+        found = [w for w in os.listdir(wheels) if w.startswith("%s-%s-" % (norm, version))]
+    wheel = os.path.join(wheels, sorted(found)[0])
+    tree = os.path.join(cache, "site", "%s-%s" % (norm, version))
+    if not os.path.exists(os.path.join(tree, ".done")):
+        shutil.rmtree(tree, ignore_errors=True)
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(tree)
+        for root, _, files in os.walk(tree):  # zipfile drops the mode bits
+            for f in files:
+                if f.endswith(".so") or ".so." in f:
+                    os.chmod(os.path.join(root, f), 0o755)
+        open(os.path.join(tree, ".done"), "w").close()
+    return wheel, tree
+
+
+def compile_cmds(c_file, so_file, includes):
+    cc = shlex.split(sysconfig.get_config_var("CC"))
+    cflags = shlex.split(sysconfig.get_config_var("CFLAGS") or "")
+    ccshared = shlex.split(sysconfig.get_config_var("CCSHARED") or "")
+    ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
+    obj = c_file[:-2] + ".o"
+    incs = ["-I" + i for i in includes + [sysconfig.get_paths()["include"]]]
+    return [cc + cflags + ccshared + incs + ["-c", c_file, "-o", obj],
+            ldshared + [obj, "-o", so_file]]
+
+
+def build_ext(cache, out_dir, name, source, cython, includes, c_includes=()):
+    """Cythonizes and compiles source (text) as module `name` in out_dir.
+    Returns (so_path, c_path, None) or (None, None, reason)."""
+    os.makedirs(out_dir, exist_ok=True)
+    pyx = os.path.join(out_dir, name + ".pyx")
+    so = os.path.join(out_dir, name + EXT)
+    c_file = os.path.join(out_dir, name + ".c")
+    key = digest(source, cython, repr(includes), repr(c_includes), sys.version,
+                 sysconfig.get_config_var("CFLAGS") or "")
+    stamp = os.path.join(out_dir, name + ".key")
+    if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
+        return so, c_file, None
+    with open(pyx, "w") as f:
+        f.write(source)
+    env = dict(os.environ, PYTHONPATH=ensure_cython(cache, cython))
+    args = [sys.executable, "-m", "cython", "-3"]
+    for inc in includes:
+        args += ["-I", inc]
+    rc, out = run(args + [name + ".pyx", "-o", name + ".c"], cwd=out_dir, env=env)
+    if rc:
+        return None, None, "Cython %s cannot compile it: %s" % (cython, last_error(out))
+    for cmd in compile_cmds(c_file, so, list(c_includes)):
+        rc, out = run(cmd, cwd=out_dir)
+        if rc:
+            return None, None, "the C compiler failed: %s" % last_error(out)
+    with open(stamp, "w") as f:
+        f.write(key)
+    return so, c_file, None
+
+
+def last_error(out):
+    lines = [l for l in out.splitlines() if l.strip() and not l.startswith("warning")]
+    errs = [l for l in lines if "rror" in l] or lines
+    return errs[-1].strip() if errs else "no output"
+
+
+def substitute(text, layout):
+    for k, v in NAMES[layout].items():
+        text = text.replace("@%s@" % k, v)
+    return text
+
+
+def build_provider_site(cache, layout):
+    """Our own providers under the real module names of one layout."""
+    site = os.path.join(cache, "providers", layout)
+    os.makedirs(site, exist_ok=True)
+    pkgs = ["cuda"] + (["cuda/bindings"] if layout == "bindings" else [])
+    for pkg in pkgs:
+        os.makedirs(os.path.join(site, pkg), exist_ok=True)
+        for init in ("__init__.py", "__init__.pxd"):
+            open(os.path.join(site, pkg, init), "a").close()
+    built = []
+    for src, modpath in PROVIDER_FILES[layout].items():
+        pkg_dir = os.path.join(site, os.path.dirname(modpath))
+        base = os.path.basename(modpath)
+        if src == "driver":
+            shutil.copyfile(os.path.join(HERE, "providers", "driver.py"), os.path.join(pkg_dir, base + ".py"))
+            continue
+        pxd = open(os.path.join(HERE, "providers", src + ".pxd")).read()
+        pyx = open(os.path.join(HERE, "providers", src + ".pyx")).read()
+        with open(os.path.join(pkg_dir, base + ".pxd"), "w") as f:
+            f.write(pxd)
+        # Providers compile in place so that Cython names them by their package.
+        so, _, err = build_package_module(cache, site, modpath, pyx)
+        if err:
+            raise SystemExit("corpus: provider %s (%s): %s" % (modpath, layout, err))
+        built.append(so)
+    return site, built
+
+
+def build_package_module(cache, site, modpath, source):
+    pkg_dir = os.path.join(site, os.path.dirname(modpath))
+    base = os.path.basename(modpath)
+    pyx = os.path.join(pkg_dir, base + ".pyx")
+    so = os.path.join(pkg_dir, base + EXT)
+    c_rel = modpath + ".c"
+    key = digest(source, open(os.path.join(pkg_dir, base + ".pxd")).read(), PROVIDER_CYTHON, sys.version)
+    stamp = os.path.join(pkg_dir, base + ".key")
+    if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
+        return so, None, None
+    with open(pyx, "w") as f:
+        f.write(source)
+    env = dict(os.environ, PYTHONPATH=ensure_cython(cache, PROVIDER_CYTHON))
+    rc, out = run([sys.executable, "-m", "cython", "-3", "-I", ".", modpath + ".pyx", "-o", c_rel],
+                  cwd=site, env=env)
+    if rc:
+        return None, None, last_error(out)
+    for cmd in compile_cmds(os.path.join(site, c_rel), so, []):
+        rc, out = run(cmd, cwd=site)
+        if rc:
+            return None, None, last_error(out)
+    with open(stamp, "w") as f:
+        f.write(key)
+    return so, None, None
+
+
+def jobs(cache, sites, cuda_trees):
+    """Every consumer to build: (id, kwargs for build_ext, metadata)."""
+    for cy in CYTHONS:
+        for layout in ("bindings", "legacy"):
+            for name in ("cimports", "pyimport", "pyimport_as", "pyfrom"):
+                src = substitute(open(os.path.join(HERE, "consumers", name + ".pyx.in")).read(), layout)
+                out = os.path.join(cache, "consumers", cy, layout)
+                yield ({"id": "%s/%s/%s" % (cy, layout, name), "kind": "corpus", "cython": cy,
+                        "layout": layout, "module": name, "provider_site": sites[layout]},
+                       dict(out_dir=out, name=name, source=src, cython=cy, includes=[sites[layout]]))
+            real = substitute(open(os.path.join(HERE, "realcuda", "rmm_like.pyx.in")).read(), layout)
+            out = os.path.join(cache, "realcuda", cy, layout)
+            yield ({"id": "%s/%s/rmm_like" % (cy, layout), "kind": "realcuda", "cython": cy,
+                    "layout": layout, "module": "rmm_like",
+                    "cuda_python": "%s==%s" % CUDA_PYTHON[layout], "provider_site": cuda_trees[layout]},
+                   dict(out_dir=out, name="rmm_like", source=real, cython=cy,
+                        includes=[cuda_trees[layout]], c_includes=[CUDA_INCLUDE]))
+
+
+def main(argv):
+    if len(argv) != 2:
+        raise SystemExit(__doc__.strip().splitlines()[-1])
+    cache = os.path.abspath(argv[1])
+    os.makedirs(cache, exist_ok=True)
+    for cy in CYTHONS:
+        ensure_cython(cache, cy)
+    sites, providers = {}, []
+    for layout in ("bindings", "legacy"):
+        sites[layout], built = build_provider_site(cache, layout)
+        providers += built
+    cuda_trees, wheels = {}, {}
+    for layout, (name, version) in CUDA_PYTHON.items():
+        wheels[layout], cuda_trees[layout] = ensure_wheel(cache, name, version)
+    todo = list(jobs(cache, sites, cuda_trees))
+    log("building %d consumers with Cython %s" % (len(todo), ", ".join(CYTHONS)))
+    entries = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = [(meta, pool.submit(build_ext, cache, **kw)) for meta, kw in todo]
+        for meta, fut in futures:
+            so, c_file, err = fut.result()
+            meta.update(so=so, c=c_file, skipped=err)
+            if err:
+                log("skip %s: %s" % (meta["id"], err))
+            entries.append(meta)
+    manifest = {"python": sys.version.split()[0], "ext_suffix": EXT, "cythons": CYTHONS,
+                "provider_cython": PROVIDER_CYTHON, "providers": sites, "provider_modules": providers,
+                "cuda_python": {k: {"requirement": "%s==%s" % v, "wheel": wheels[k], "tree": cuda_trees[k]}
+                                for k, v in CUDA_PYTHON.items()},
+                "entries": entries}
+    tmp = os.path.join(cache, "manifest.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(tmp, os.path.join(cache, "manifest.json"))
+    built = sum(1 for e in entries if not e["skipped"])
+    log("%d built, %d skipped; manifest in %s" % (built, len(entries) - built,
+                                                   os.path.join(cache, "manifest.json")))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
