@@ -52,6 +52,10 @@ static json_t *reference(const cp_scan *s, const struct cp_ref *r)
 		json_object_set_new(o, "signature", json_string(r->signature));
 		json_object_set_new(o, "slot", nullable_addr(r->slot));
 	}
+	if (r->kind == CP_K_FROMIMPORT) {
+		json_object_set_new(o, "package", json_string(r->package));
+		json_object_set_new(o, "name", json_string(r->name));
+	}
 	if (r->kind == CP_K_TYPE) {
 		json_object_set_new(o, "class", json_string(r->class_name));
 		json_object_set_new(o, "size", r->size >= 0 ? json_integer(r->size) : json_null());

@@ -28,6 +28,9 @@ static void print_ref(FILE *out, const cp_scan *s, const struct cp_ref *r)
 		if (r->slot)
 			fprintf(out, " slot %#llx", (unsigned long long)r->slot);
 		break;
+	case CP_K_FROMIMPORT:
+		fprintf(out, "from %s import %s", r->package, r->name);
+		break;
 	case CP_K_TYPE:
 		fprintf(out, "%s.%s", r->module, r->class_name);
 		if (r->size >= 0)

@@ -29,7 +29,7 @@ const char *cp_ref_kind_name(enum cp_ref_kind k)
 {
 	static const char *const names[] = {
 		"cimport", "function", "variable", "type", "pyimport", "filename",
-		"signature", "string"
+		"signature", "string", "fromimport"
 	};
 
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
@@ -224,6 +224,8 @@ cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out,
 		st = literal_refs(s, err);
 	if (!st)
 		st = cp_scan_blob_refs(s, err);
+	if (!st)
+		st = cp_scan_from_imports(s, err);
 	if (s->dis.insn)
 		cp_dis_close(&s->dis);
 	if (st) {
@@ -257,6 +259,7 @@ void cp_scan_free(cp_scan *s)
 		free(r->name);
 		free(r->signature);
 		free(r->class_name);
+		free(r->package);
 		free(r->sites);
 	}
 	for (i = 0; i < s->nblobs; i++) {

@@ -23,7 +23,8 @@ enum cp_ref_kind {
 	CP_K_PYIMPORT,  /* Python-level import name in the string table */
 	CP_K_FILENAME,  /* __pyx_f entry naming the provider's .pxd */
 	CP_K_SIGNATURE, /* capsule signature carrying a mangled module path */
-	CP_K_STRING     /* any other string naming a mapped module */
+	CP_K_STRING,    /* any other string naming a mapped module */
+	CP_K_FROMIMPORT /* `from P import N` where P.N is mapped: names P and N */
 };
 
 enum cp_site_kind {
@@ -58,6 +59,8 @@ struct cp_ref {
 	/* function and variable imports */
 	char *name, *signature;
 	uint64_t slot;
+	/* from-imports: the package imported from (name is the imported name) */
+	char *package;
 	/* type imports */
 	char *class_name;
 	int64_t size;       /* -1 when not recovered */
@@ -166,6 +169,10 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err);
 /* scan_blob.c: references inside the blobs (Python-level names, function
  * and variable imports). */
 cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);
+
+/* scan_names.c: `from P import N` of mapped modules, from the module's
+ * Python-level names (string table or blob). */
+cp_status cp_scan_from_imports(cp_scan *s, cp_error *err);
 
 /* cython.c: the Cython version from the ABI module name. */
 void cp_cython_version(cp_scan *s);

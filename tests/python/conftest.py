@@ -1,0 +1,80 @@
+"""Shared fixtures: the cypatch binary, the corpus manifest, the rules."""
+import configparser
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CYPATCH = os.environ.get("CYPATCH", os.path.join(ROOT, "build", "cypatch"))
+CORPUS = os.environ.get("CORPUS_DIR", os.path.join(ROOT, "build", "corpus"))
+
+
+def load_manifest():
+    path = os.path.join(CORPUS, "manifest.json")
+    if not os.path.exists(path):
+        pytest.exit("no corpus at %s: run samples/build_corpus.py (scripts/test does)" % path, 2)
+    with open(path) as f:
+        return json.load(f)
+
+
+MANIFEST = load_manifest()
+ENTRIES = MANIFEST["entries"]
+
+
+def entry_ids(kind=None):
+    return [e for e in ENTRIES if kind is None or e["kind"] == kind]
+
+
+def cypatch(*args, check=None):
+    proc = subprocess.run([CYPATCH] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    if check is not None:
+        assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def show_json(path, *extra):
+    proc = cypatch("show", "--json", *extra, path, check=0)
+    return json.loads(proc.stdout)
+
+
+class Rules:
+    """The bundled rules, read independently of the C loader."""
+
+    def __init__(self, path):
+        cp = configparser.ConfigParser(comment_prefixes=("#", ";"), inline_comment_prefixes=(";",),
+                                       delimiters=("=",))
+        cp.optionxform = str
+        cp.read(path)
+        self.layout_of = {}
+        for section in cp.sections():
+            if not section.startswith("modules "):
+                continue
+            _, a, b = section.split()
+            for left, right in cp.items(section):
+                self.layout_of[left] = a
+                self.layout_of[right] = b
+
+    def is_mapped(self, name):
+        return name in self.layout_of
+
+    def package_layout(self, pkg):
+        if pkg in self.layout_of:
+            return None
+        found = {lay for mod, lay in self.layout_of.items() if mod.startswith(pkg + ".")}
+        return found.pop() if len(found) == 1 else None
+
+    def names_layout(self, value):
+        """A mapped module, or a package of one layout only."""
+        return self.layout_of.get(value) or self.package_layout(value)
+
+    def mangled(self):
+        out = {}
+        for mod, lay in self.layout_of.items():
+            out["__pyx_t_" + "".join("%d%s_" % (len(p), p) for p in mod.split("."))] = mod
+        return out
+
+
+RULES = Rules(os.path.join(ROOT, "rules", "cuda-python.rules"))
