@@ -11,7 +11,9 @@ LDSHARED):
   Cython version in CYTHONS;
 * consumers of real cuda-python (samples/realcuda) built against the wheels
   of cuda-python 12.5.0 (legacy) and 12.6.2.post1 (bindings), with the CUDA
-  headers under /usr/local/cuda.
+  headers under /usr/local/cuda;
+* foreign binaries for the bad-input tests: MarkupSafe's C extension (not
+  Cython) for x86-64, aarch64 and i686, from its PyPI wheels.
 
 The result is a cache under the build tree with manifest.json describing every
 artifact; a second run rebuilds only what changed. Nothing outside the given
@@ -113,6 +115,38 @@ def ensure_wheel(cache, name, version):
                     os.chmod(os.path.join(root, f), 0o755)
         open(os.path.join(tree, ".done"), "w").close()
     return wheel, tree
+
+
+FOREIGN = {  # bad-input samples: a real non-Cython extension per machine
+    "x86_64": "manylinux_2_17_x86_64",
+    "aarch64": "manylinux_2_17_aarch64",
+    "i686": "manylinux_2_17_i686",
+}
+FOREIGN_PKG = ("markupsafe", "3.0.2")
+
+
+def ensure_foreign(cache):
+    """MarkupSafe's _speedups extension for each machine in FOREIGN."""
+    out = {}
+    pyver = "%d.%d" % sys.version_info[:2]
+    for machine, platform in FOREIGN.items():
+        d = os.path.join(cache, "foreign", machine)
+        so = [f for f in os.listdir(d) if f.endswith(".so")] if os.path.isdir(d) else []
+        if not so:
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            log("downloading %s %s for %s from PyPI" % (FOREIGN_PKG + (machine,)))
+            pip("download", "--no-deps", "--only-binary=:all:", "--python-version", pyver,
+                "--platform", platform, "-d", d, "%s==%s" % FOREIGN_PKG)
+            wheel = [f for f in os.listdir(d) if f.endswith(".whl")][0]
+            with zipfile.ZipFile(os.path.join(d, wheel)) as z:
+                for name in z.namelist():
+                    if name.endswith(".so"):
+                        with open(os.path.join(d, os.path.basename(name)), "wb") as f:
+                            f.write(z.read(name))
+            so = [f for f in os.listdir(d) if f.endswith(".so")]
+        out[machine] = os.path.join(d, so[0])
+    return out
 
 
 def compile_cmds(c_file, so_file, includes):
@@ -255,6 +289,7 @@ def main(argv):
     cuda_trees, wheels = {}, {}
     for layout, (name, version) in CUDA_PYTHON.items():
         wheels[layout], cuda_trees[layout] = ensure_wheel(cache, name, version)
+    foreign = ensure_foreign(cache)
     todo = list(jobs(cache, sites, cuda_trees))
     log("building %d consumers with Cython %s" % (len(todo), ", ".join(CYTHONS)))
     entries = []
@@ -270,7 +305,7 @@ def main(argv):
                 "provider_cython": PROVIDER_CYTHON, "providers": sites, "provider_modules": providers,
                 "cuda_python": {k: {"requirement": "%s==%s" % v, "wheel": wheels[k], "tree": cuda_trees[k]}
                                 for k, v in CUDA_PYTHON.items()},
-                "entries": entries}
+                "foreign": foreign, "entries": entries}
     tmp = os.path.join(cache, "manifest.json.tmp")
     with open(tmp, "w") as f:
         json.dump(manifest, f, indent=1)
