@@ -190,6 +190,30 @@ static bool named(const struct cp_scan_call *c, const char *n)
 	return c->name && strcmp(c->name, n) == 0;
 }
 
+/*
+ * An inlined __Pyx_ImportType passes the size it expects to its error and
+ * warning calls right after the class name ("%.200s.%.200s size changed ...
+ * Expected %zd": PyErr_Format, PyErr_WarnFormat, PyOS_snprintf). The first
+ * such call within a few after the lookup gives it; -1 when none does.
+ */
+static int64_t inlined_type_size(const cp_scan *s, size_t at, uint64_t class_va)
+{
+	size_t i;
+	int k;
+
+	for (i = at + 1; i < s->ncalls && i <= at + 8; i++) {
+		const struct cp_scan_call *c = &s->calls[i];
+
+		if (named(c, "PyImport_ImportModule"))
+			break;
+		for (k = 0; k < 5; k++)
+			if (c->arg[k].kind == CP_V_ADDR && c->arg[k].v == class_va &&
+			    c->arg[k + 1].kind == CP_V_IMM && c->arg[k + 1].v > 0 && c->arg[k + 1].v < (1u << 24))
+				return (int64_t)c->arg[k + 1].v;
+	}
+	return -1;
+}
+
 /* Cython's helpers: (module, name, &slot, sig) and (module, module_name,
  * class_name, size, ...). */
 static cp_status helper_call(cp_scan *s, const char *module, const struct cp_scan_call *c,
@@ -227,7 +251,9 @@ cp_status cp_scan_imports(cp_scan *s, cp_error *err)
 			continue;
 		}
 		if (named(c, "PyObject_GetAttrString") && after_import)
-			st = add_type_import(s, module, &c->arg[1], -1, err);
+			st = add_type_import(s, module, &c->arg[1],
+					     c->arg[1].kind == CP_V_ADDR ? inlined_type_size(s, i, c->arg[1].v) : -1,
+					     err);
 		else if (named(c, "PyDict_GetItemString"))
 			pending = &c->arg[1];
 		else if (named(c, "PyCapsule_IsValid") && pending)

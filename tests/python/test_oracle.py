@@ -37,3 +37,14 @@ def test_corpus_covers_every_cython_and_form():
         for layout in ("bindings", "legacy"):
             for module in ("cimports", "pyimport", "pyimport_as", "pyfrom", "rmm_like"):
                 assert (cy, layout, module) in seen, (cy, layout, module)
+
+
+CIMPORTS = [e for e in BUILT if e["module"] == "cimports"]
+
+
+@pytest.mark.parametrize("entry", CIMPORTS, ids=[e["id"] for e in CIMPORTS])
+def test_type_import_reports_the_size_checked(entry):
+    """CUstreamHolder: PyObject_HEAD (16) + vtable pointer (8) + long long (8)."""
+    doc = show_json(entry["so"])
+    types = [r for r in doc["references"] if r["kind"] == "type"]
+    assert [(t["class"], t["size"]) for t in types] == [("CUstreamHolder", 32)]
