@@ -7,8 +7,8 @@
  */
 #include "rules.h"
 #include "error.h"
+#include "names.h"
 
-#include <ctype.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,28 +146,12 @@ int cp_mangle_prefix(const char *module, char *buf, size_t size)
 
 static int is_dotted_name(const char *s)
 {
-	int start = 1;
-
-	if (!*s)
-		return 0;
-	for (; *s; s++) {
-		if (*s == '.') {
-			if (start)
-				return 0;
-			start = 1;
-		} else if (isalpha((unsigned char)*s) || *s == '_' ||
-			   (!start && isdigit((unsigned char)*s))) {
-			start = 0;
-		} else {
-			return 0;
-		}
-	}
-	return !start;
+	return cp_is_dotted_name(s, strlen(s));
 }
 
 static int is_identifier(const char *s)
 {
-	return is_dotted_name(s) && !strchr(s, '.');
+	return cp_is_identifier(s, strlen(s));
 }
 
 static int fail_at(struct load_ctx *c, const char *fmt, const char *arg)

@@ -14,6 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < s->nstrs; i++)
+		if (s->strs[i].va == va)
+			return &s->strs[i];
+	return NULL;
+}
+
 char *cp_strndup(const char *s, size_t n)
 {
 	char *p = malloc(n + 1);

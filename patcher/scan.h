@@ -193,6 +193,7 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 			     const uint64_t *site_addrs, size_t nsites, cp_error *err);
 
 /* scan.c: helpers shared by the parts. */
+struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va);
 struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err);
 cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err);
 cp_status cp_scan_note(cp_scan *s, cp_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -14,6 +14,7 @@
 #include "scan.h"
 #include "error.h"
 #include "frame_eval.h"
+#include "names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -588,17 +589,6 @@ static void free_sigconst(struct sigconst *c)
 	free(c->piece);
 }
 
-static bool is_ident(const char *p)
-{
-	if (!*p || (*p >= '0' && *p <= '9'))
-		return false;
-	for (; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_'))
-			return false;
-	return true;
-}
-
 static bool parse_sigconst(const uint8_t *d, uint64_t len, struct sigconst *c)
 {
 	uint64_t i, start = 0;
@@ -622,7 +612,7 @@ static bool parse_sigconst(const uint8_t *d, uint64_t len, struct sigconst *c)
 	}
 	half = n / 2;
 	for (k = half; k < n; k++)
-		if (!is_ident(c->piece[k]))
+		if (!cp_is_identifier(c->piece[k], strlen(c->piece[k])))
 			goto bad;
 	for (k = 0; k < half; k++)
 		if (strchr(c->piece[k], '\n'))

@@ -12,6 +12,7 @@
  */
 #include "scan.h"
 #include "error.h"
+#include "names.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,28 +34,12 @@ static bool is_writable_addr(const cp_scan *s, const struct cp_val *v)
 
 static bool is_name(const char *p)
 {
-	if (!p || !*p || (*p >= '0' && *p <= '9'))
-		return false;
-	for (; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_'))
-			return false;
-	return true;
+	return p && cp_is_identifier(p, strlen(p));
 }
 
 static bool is_dunder(const char *p)
 {
 	return strncmp(p, "__", 2) == 0;
-}
-
-static struct cp_string *string_at(cp_scan *s, uint64_t va)
-{
-	size_t i;
-
-	for (i = 0; i < s->nstrs; i++)
-		if (s->strs[i].va == va)
-			return &s->strs[i];
-	return NULL;
 }
 
 uint64_t cp_scan_slot_symbol(const cp_scan *s, const char *module, const char *name, bool var)
@@ -241,7 +226,7 @@ cp_status cp_scan_imports(cp_scan *s, cp_error *err)
 		const struct cp_scan_call *c = &s->calls[i];
 
 		if (named(c, "PyImport_ImportModule")) {
-			struct cp_string *str = c->arg[0].kind == CP_V_ADDR ? string_at(s, c->arg[0].v) : NULL;
+			struct cp_string *str = c->arg[0].kind == CP_V_ADDR ? cp_scan_string_at(s, c->arg[0].v) : NULL;
 
 			module = cstr(s, &c->arg[0]);
 			if (str)

@@ -14,6 +14,7 @@
  */
 #include "scan.h"
 #include "error.h"
+#include "names.h"
 
 #include <elf.h>
 #include <stdlib.h>
@@ -31,26 +32,10 @@ struct names {
 	size_t n, cap;
 };
 
-static bool is_dotted(const char *p, size_t n)
-{
-	size_t i;
-
-	if (!n)
-		return false;
-	for (i = 0; i < n; i++) {
-		char c = p[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.' ||
-		      (i && c >= '0' && c <= '9')))
-			return false;
-	}
-	return true;
-}
-
 static int push(struct names *ns, const char *v, size_t len, const struct cp_loc *loc,
 		const struct cp_site *site)
 {
-	if (!is_dotted(v, len))
+	if (!cp_is_dotted_name(v, len))
 		return 0;
 	if (CP_GROW(ns->v, ns->cap, ns->n + 1))
 		return -1;

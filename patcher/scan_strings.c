@@ -120,20 +120,10 @@ static bool on_boundary(const struct needle *n, const uint8_t *d, size_t size, s
 	return !name_char(after);
 }
 
-static struct cp_string *find_string(cp_scan *s, uint64_t va)
-{
-	size_t i;
-
-	for (i = 0; i < s->nstrs; i++)
-		if (s->strs[i].va == va)
-			return &s->strs[i];
-	return NULL;
-}
-
 static cp_status add_string(cp_scan *s, const struct cp_section *sec, uint64_t start,
 			    uint64_t end, uint64_t at, const struct needle *n, cp_error *err)
 {
-	struct cp_string *str = find_string(s, sec->addr + start);
+	struct cp_string *str = cp_scan_string_at(s, sec->addr + start);
 
 	if (str) {
 		/* a longer needle at the same place says more (module over package) */

@@ -160,34 +160,42 @@ def compile_cmds(c_file, so_file, includes):
             ldshared + [obj, "-o", so_file]]
 
 
-def build_ext(cache, out_dir, name, source, cython, includes, c_includes=()):
-    """Cythonizes and compiles source (text) as module `name` in out_dir.
-    Returns (so_path, c_path, None) or (None, None, reason)."""
-    os.makedirs(out_dir, exist_ok=True)
-    pyx = os.path.join(out_dir, name + ".pyx")
-    so = os.path.join(out_dir, name + EXT)
-    c_file = os.path.join(out_dir, name + ".c")
-    key = digest(source, cython, repr(includes), repr(c_includes), sys.version,
-                 sysconfig.get_config_var("CFLAGS") or "")
-    stamp = os.path.join(out_dir, name + ".key")
+def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key):
+    """Runs Cython on cwd/pyx_rel and compiles the C into so, unless so was
+    built from the same key. Returns an error text, or None."""
+    stamp = so[:-len(EXT)] + ".key"
     if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
-        return so, c_file, None
-    with open(pyx, "w") as f:
-        f.write(source)
-    env = dict(os.environ, PYTHONPATH=ensure_cython(cache, cython))
+        return None
+    env = dict(os.environ, PYTHONPATH=cython_path)
     args = [sys.executable, "-m", "cython", "-3"]
     for inc in includes:
         args += ["-I", inc]
-    rc, out = run(args + [name + ".pyx", "-o", name + ".c"], cwd=out_dir, env=env)
+    rc, out = run(args + [pyx_rel, "-o", c_rel], cwd=cwd, env=env)
     if rc:
-        return None, None, "Cython %s cannot compile it: %s" % (cython, last_error(out))
-    for cmd in compile_cmds(c_file, so, list(c_includes)):
-        rc, out = run(cmd, cwd=out_dir)
+        return "Cython cannot compile it: %s" % last_error(out)
+    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes)):
+        rc, out = run(cmd, cwd=cwd)
         if rc:
-            return None, None, "the C compiler failed: %s" % last_error(out)
+            return "the C compiler failed: %s" % last_error(out)
     with open(stamp, "w") as f:
         f.write(key)
-    return so, c_file, None
+    return None
+
+
+def build_ext(cache, out_dir, name, source, cython, includes, c_includes=()):
+    """Cythonizes and compiles source (text) as top-level module `name` in
+    out_dir. Returns (so_path, c_path, None) or (None, None, reason)."""
+    os.makedirs(out_dir, exist_ok=True)
+    so = os.path.join(out_dir, name + EXT)
+    with open(os.path.join(out_dir, name + ".pyx"), "w") as f:
+        f.write(source)
+    key = digest(source, cython, repr(includes), repr(c_includes), sys.version,
+                 sysconfig.get_config_var("CFLAGS") or "")
+    err = cythonize_and_compile(out_dir, name + ".pyx", name + ".c", so, ensure_cython(cache, cython),
+                                includes, c_includes, key)
+    if err:
+        return None, None, "Cython %s: %s" % (cython, err)
+    return so, os.path.join(out_dir, name + ".c"), None
 
 
 def last_error(out):
@@ -231,29 +239,14 @@ def build_provider_site(cache, layout):
 
 
 def build_package_module(cache, site, modpath, source):
-    pkg_dir = os.path.join(site, os.path.dirname(modpath))
-    base = os.path.basename(modpath)
-    pyx = os.path.join(pkg_dir, base + ".pyx")
-    so = os.path.join(pkg_dir, base + EXT)
-    c_rel = modpath + ".c"
-    key = digest(source, open(os.path.join(pkg_dir, base + ".pxd")).read(), PROVIDER_CYTHON, sys.version)
-    stamp = os.path.join(pkg_dir, base + ".key")
-    if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
-        return so, None, None
-    with open(pyx, "w") as f:
+    """Compiles a provider in place, so that Cython names it by its package."""
+    so = os.path.join(site, modpath + EXT)
+    with open(os.path.join(site, modpath + ".pyx"), "w") as f:
         f.write(source)
-    env = dict(os.environ, PYTHONPATH=ensure_cython(cache, PROVIDER_CYTHON))
-    rc, out = run([sys.executable, "-m", "cython", "-3", "-I", ".", modpath + ".pyx", "-o", c_rel],
-                  cwd=site, env=env)
-    if rc:
-        return None, None, last_error(out)
-    for cmd in compile_cmds(os.path.join(site, c_rel), so, []):
-        rc, out = run(cmd, cwd=site)
-        if rc:
-            return None, None, last_error(out)
-    with open(stamp, "w") as f:
-        f.write(key)
-    return so, None, None
+    key = digest(source, open(os.path.join(site, modpath + ".pxd")).read(), PROVIDER_CYTHON, sys.version)
+    err = cythonize_and_compile(site, modpath + ".pyx", modpath + ".c", so,
+                                ensure_cython(cache, PROVIDER_CYTHON), ["."], [], key)
+    return so, None, err
 
 
 def jobs(cache, sites, cuda_trees):

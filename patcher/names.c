@@ -1,0 +1,34 @@
+/* names.c - Python identifiers and dotted module names. */
+#include "names.h"
+
+static bool ident_char(char c, bool first)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+	       (!first && c >= '0' && c <= '9');
+}
+
+bool cp_is_identifier(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!ident_char(s[i], i == 0))
+			return false;
+	return true;
+}
+
+bool cp_is_dotted_name(const char *s, size_t n)
+{
+	size_t start = 0, i;
+
+	for (i = 0; i <= n; i++) {
+		if (i < n && s[i] != '.')
+			continue;
+		if (!cp_is_identifier(s + start, i - start))
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
