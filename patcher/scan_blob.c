@@ -401,25 +401,31 @@ bad:
 
 /* How much a fit says: a decoded stream beats an LZSS stream whose lengths
  * are immediates, which beats a plain literal that merely ends in a NUL;
- * then a fit whose entry count is a loop bound too, then more entries. */
-static unsigned score(const struct cp_frame *f, const struct fit *fit)
+ * then two arrays (3.3) over one, then a fit whose entry count is a loop
+ * bound too, then the fit that explains more entries and more bytes. */
+static uint64_t score(const struct cp_frame *f, const struct fit *fit, uint64_t len)
 {
-	unsigned rank = fit->blob.algo == CP_BLOB_NONE ? 1 : fit->blob.algo == CP_BLOB_LZSS ? 2 : 3;
-	uint64_t n = 0;
+	uint64_t rank = fit->blob.algo == CP_BLOB_NONE ? 1 : fit->blob.algo == CP_BLOB_LZSS ? 2 : 3;
+	uint64_t n = fit->ntail;
 	int a;
 
 	for (a = 0; a < fit->narr; a++)
 		n += fit->arr[a].n;
-	return rank * 4 + (fit->narr == 2 ? 2 : 0) + (cp_frame_has_imm(f, n) ? 1 : 0);
+	if (n > 0xfffff)
+		n = 0xfffff;
+	if (len > 0xffffff)
+		len = 0xffffff;
+	return rank << 60 | (uint64_t)(fit->narr == 2) << 59 | (uint64_t)cp_frame_has_imm(f, n) << 58 |
+	       n << 24 | len;
 }
 
 static void consider(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
-		     size_t nst, struct fit *fit, struct cp_blob *best, unsigned *best_score)
+		     size_t nst, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
 {
 	struct cp_blob b;
 	uint64_t len = 0;
 	size_t it = 0;
-	unsigned sc;
+	uint64_t sc;
 	int a;
 
 	for (a = 0; a < fit->narr; a++)
@@ -427,7 +433,7 @@ static void consider(const cp_scan *s, const struct cp_frame *f, const struct st
 	for (a = 0; a < (int)fit->ntail; a++)
 		len += fit->tail[a].len;
 	while (next_blob(s, f, st, nst, len, &it, &fit->blob)) {
-		sc = score(f, fit);
+		sc = score(f, fit, len);
 		if (sc <= *best_score || !load_fit(s, f, fit, &b))
 			continue;
 		free(best->data);
@@ -455,7 +461,7 @@ static size_t folded_tail(const struct cp_frame *f, struct cp_frame_arglen *out,
 
 /* A fit as it is, and with the folded entries appended. */
 static void consider_tails(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
-			   size_t nst, struct fit *fit, struct cp_blob *best, unsigned *best_score)
+			   size_t nst, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
 {
 	struct cp_frame_arglen tail[8];
 	size_t n = folded_tail(f, tail, 8), k;
@@ -475,7 +481,7 @@ static void consider_tails(const cp_scan *s, const struct cp_frame *f, const str
 static bool search(const cp_scan *s, const struct cp_frame *f, const struct cands *cs,
 		   const struct stream *st, size_t nst, struct cp_blob *best)
 {
-	unsigned best_score = 0;
+	uint64_t best_score = 0;
 	struct fit fit;
 	size_t i, j;
 

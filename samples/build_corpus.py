@@ -149,18 +149,20 @@ def ensure_foreign(cache):
     return out
 
 
-def compile_cmds(c_file, so_file, includes):
+def compile_cmds(c_file, so_file, includes, defines=()):
     cc = shlex.split(sysconfig.get_config_var("CC"))
     cflags = shlex.split(sysconfig.get_config_var("CFLAGS") or "")
     ccshared = shlex.split(sysconfig.get_config_var("CCSHARED") or "")
     ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
     obj = c_file[:-2] + ".o"
     incs = ["-I" + i for i in includes + [sysconfig.get_paths()["include"]]]
-    return [cc + cflags + ccshared + incs + ["-c", c_file, "-o", obj],
+    defs = ["-D" + d for d in defines]
+    return [cc + cflags + ccshared + defs + incs + ["-c", c_file, "-o", obj],
             ldshared + [obj, "-o", so_file]]
 
 
-def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key):
+def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key,
+                          defines=()):
     """Runs Cython on cwd/pyx_rel and compiles the C into so, unless so was
     built from the same key. Returns an error text, or None."""
     stamp = so[:-len(EXT)] + ".key"
@@ -173,7 +175,7 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     rc, out = run(args + [pyx_rel, "-o", c_rel], cwd=cwd, env=env)
     if rc:
         return "Cython cannot compile it: %s" % last_error(out)
-    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes)):
+    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes), defines):
         rc, out = run(cmd, cwd=cwd)
         if rc:
             return "the C compiler failed: %s" % last_error(out)
@@ -182,17 +184,17 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     return None
 
 
-def build_ext(cache, out_dir, name, source, cython, includes, c_includes=()):
+def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=()):
     """Cythonizes and compiles source (text) as top-level module `name` in
     out_dir. Returns (so_path, c_path, None) or (None, None, reason)."""
     os.makedirs(out_dir, exist_ok=True)
     so = os.path.join(out_dir, name + EXT)
     with open(os.path.join(out_dir, name + ".pyx"), "w") as f:
         f.write(source)
-    key = digest(source, cython, repr(includes), repr(c_includes), sys.version,
+    key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), sys.version,
                  sysconfig.get_config_var("CFLAGS") or "")
     err = cythonize_and_compile(out_dir, name + ".pyx", name + ".c", so, ensure_cython(cache, cython),
-                                includes, c_includes, key)
+                                includes, c_includes, key, defines)
     if err:
         return None, None, "Cython %s: %s" % (cython, err)
     return so, os.path.join(out_dir, name + ".c"), None
@@ -259,6 +261,20 @@ def jobs(cache, sites, cuda_trees):
                 yield ({"id": "%s/%s/%s" % (cy, layout, name), "kind": "corpus", "cython": cy,
                         "layout": layout, "module": name, "provider_site": sites[layout]},
                        dict(out_dir=out, name=name, source=src, cython=cy, includes=[sites[layout]]))
+            # Cython 3.2+ blobs in the other compressions the C supports: 3.2
+            # has zlib (its default) and bz2; 3.3 has LZSS (its default) and
+            # zlib; zstd needs Cython running on Python 3.14 (not here).
+            if cy >= "3.2":
+                src = substitute(open(os.path.join(HERE, "consumers", "cimports.pyx.in")).read(), layout)
+                other = ("bz2", 2) if cy < "3.3" else ("zlib", 1)
+                for algo, value in (other, ("plain", 0)):
+                    out = os.path.join(cache, "consumers", cy, layout, algo)
+                    yield ({"id": "%s/%s/cimports-%s" % (cy, layout, algo), "kind": "corpus",
+                            "cython": cy, "layout": layout, "module": "cimports",
+                            "compression": algo, "provider_site": sites[layout]},
+                           dict(out_dir=out, name="cimports", source=src, cython=cy,
+                                includes=[sites[layout]],
+                                defines=["CYTHON_COMPRESS_STRINGS=%d" % value]))
             real = substitute(open(os.path.join(HERE, "realcuda", "rmm_like.pyx.in")).read(), layout)
             out = os.path.join(cache, "realcuda", cy, layout)
             yield ({"id": "%s/%s/rmm_like" % (cy, layout), "kind": "realcuda", "cython": cy,
