@@ -193,3 +193,185 @@ long long cp_blob_decoded_size(enum cp_blob_algo algo, const uint8_t *src,
 	free(tmp);
 	return n;
 }
+
+/* --- encoding ------------------------------------------------------------ */
+
+#define LZSS_MAX_DIST (0x80 + 0x3fff)
+#define LZSS_MAX_LEN (255 + 3)
+#define LZSS_HASH (1u << 15)
+#define LZSS_CHAIN 64
+
+struct lzss_out {
+	uint8_t *buf;
+	size_t n, cap, flag_at;
+	unsigned nitems;
+};
+
+static int lzss_put(struct lzss_out *o, uint8_t b)
+{
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 256;
+		uint8_t *p = realloc(o->buf, cap);
+
+		if (!p)
+			return -1;
+		o->buf = p;
+		o->cap = cap;
+	}
+	o->buf[o->n++] = b;
+	return 0;
+}
+
+/* Starts a new flag byte every eight items; sets the item's bit for a literal. */
+static int lzss_item(struct lzss_out *o, int literal)
+{
+	if (o->nitems % 8 == 0) {
+		o->flag_at = o->n;
+		if (lzss_put(o, 0))
+			return -1;
+	}
+	if (literal)
+		o->buf[o->flag_at] |= (uint8_t)(1u << (o->nitems % 8));
+	o->nitems++;
+	return 0;
+}
+
+/* A back-reference: the copy ends `dist` bytes before the current output. */
+static int lzss_ref(struct lzss_out *o, size_t dist, size_t len)
+{
+	size_t l3 = len - 3;
+
+	if (lzss_item(o, 0))
+		return -1;
+	if (dist < 0x80)
+		return lzss_put(o, (uint8_t)dist) || lzss_put(o, (uint8_t)l3);
+	dist -= 0x80;
+	if (dist < 0x200 && l3 <= 0x1f)
+		return lzss_put(o, (uint8_t)(0x80 | (dist & 0x7f))) ||
+		       lzss_put(o, (uint8_t)(((dist >> 2) & 0x60) | l3));
+	return lzss_put(o, (uint8_t)(0x80 | (dist & 0x7f))) || lzss_put(o, (uint8_t)(0x80 | (dist >> 7))) ||
+	       lzss_put(o, (uint8_t)l3);
+}
+
+static unsigned lzss_hash(const uint8_t *p)
+{
+	return ((unsigned)p[0] * 2654435761u ^ (unsigned)p[1] * 40503u ^ p[2]) & (LZSS_HASH - 1);
+}
+
+/* Longest earlier match for position i that ends at or before i. */
+static size_t lzss_match(const uint8_t *src, size_t n, size_t i, const int64_t *head,
+			 const int64_t *prev, size_t *from)
+{
+	size_t best = 0, chain = 0;
+	int64_t j;
+
+	if (i + 3 > n)
+		return 0;
+	for (j = head[lzss_hash(src + i)]; j >= 0 && chain < LZSS_CHAIN; j = prev[j], chain++) {
+		size_t max = n - i, len = 0;
+
+		if (i - (size_t)j > LZSS_MAX_DIST + LZSS_MAX_LEN)
+			break;
+		if (max > LZSS_MAX_LEN)
+			max = LZSS_MAX_LEN;
+		if (max > i - (size_t)j) /* the copy may not overlap the output */
+			max = i - (size_t)j;
+		while (len < max && src[(size_t)j + len] == src[i + len])
+			len++;
+		if (len >= 3 && len > best && i - (size_t)j - len <= LZSS_MAX_DIST) {
+			best = len;
+			*from = (size_t)j;
+		}
+	}
+	return best;
+}
+
+static int lzss_encode(const uint8_t *src, size_t n, uint8_t **out, size_t *outlen)
+{
+	struct lzss_out o = { NULL, 0, 0, 0, 0 };
+	int64_t *head = malloc(LZSS_HASH * sizeof(int64_t)), *prev = malloc((n ? n : 1) * sizeof(int64_t));
+	size_t i = 0, k;
+	int rc = -1;
+
+	if (!head || !prev)
+		goto done;
+	for (k = 0; k < LZSS_HASH; k++)
+		head[k] = -1;
+	while (i < n) {
+		size_t from = 0, len = lzss_match(src, n, i, head, prev, &from), end = i + (len ? len : 1);
+
+		if (len ? lzss_ref(&o, i - from - len, len) : (lzss_item(&o, 1) || lzss_put(&o, src[i])))
+			goto done;
+		for (; i < end; i++) {
+			if (i + 3 <= n) {
+				unsigned h = lzss_hash(src + i);
+
+				prev[i] = head[h];
+				head[h] = (int64_t)i;
+			}
+		}
+	}
+	*out = o.buf;
+	*outlen = o.n;
+	o.buf = NULL;
+	rc = 0;
+done:
+	free(o.buf);
+	free(head);
+	free(prev);
+	return rc;
+}
+
+int cp_blob_encode(enum cp_blob_algo algo, const uint8_t *src, size_t n, uint8_t **out,
+		   size_t *outlen)
+{
+	size_t cap;
+	uint8_t *buf;
+
+	*out = NULL;
+	if (algo == CP_BLOB_LZSS)
+		return n ? lzss_encode(src, n, out, outlen) : -1;
+	cap = n + n / 8 + 1024;
+	if (algo == CP_BLOB_ZSTD)
+		cap = ZSTD_compressBound(n);
+	buf = malloc(cap);
+	if (!buf)
+		return -1;
+	switch (algo) {
+	case CP_BLOB_NONE:
+		memcpy(buf, src, n);
+		*outlen = n;
+		break;
+	case CP_BLOB_ZLIB: {
+		uLongf z = cap;
+
+		if (compress2(buf, &z, src, n, 9) != Z_OK)
+			goto bad;
+		*outlen = z;
+		break;
+	}
+	case CP_BLOB_BZ2: {
+		unsigned z = cap > UINT_MAX ? UINT_MAX : (unsigned)cap;
+
+		if (n > UINT_MAX || BZ2_bzBuffToBuffCompress((char *)buf, &z, (char *)src, (unsigned)n, 9, 0, 0) != BZ_OK)
+			goto bad;
+		*outlen = z;
+		break;
+	}
+	case CP_BLOB_ZSTD: {
+		size_t z = ZSTD_compress(buf, cap, src, n, 19);
+
+		if (ZSTD_isError(z))
+			goto bad;
+		*outlen = z;
+		break;
+	}
+	default:
+		goto bad;
+	}
+	*out = buf;
+	return 0;
+bad:
+	free(buf);
+	return -1;
+}

@@ -36,4 +36,10 @@ int cp_blob_decode(enum cp_blob_algo algo, const uint8_t *src, size_t srclen,
 long long cp_blob_decoded_size(enum cp_blob_algo algo, const uint8_t *src,
 			       size_t srclen, size_t limit, size_t *consumed);
 
+/* Encodes n bytes with algo into a new buffer (*out, *outlen; the caller
+ * frees it): zlib level 9, bz2 level 9, zstd level 19, Cython's LZSS (a
+ * greedy encoder of the format above), or a copy for none. 0, or -1. */
+int cp_blob_encode(enum cp_blob_algo algo, const uint8_t *src, size_t n, uint8_t **out,
+		   size_t *outlen);
+
 #endif

@@ -401,22 +401,90 @@ cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 	return CP_OK;
 }
 
+static bool decode_at(cp_dis *d, const cp_image *img, uint64_t addr);
+
 bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (!decode_at(d, img, addr))
+		return false;
+	describe(d->insn, buf, n);
+	return true;
+}
+
+static bool decode_at(cp_dis *d, const cp_image *img, uint64_t addr)
 {
 	const struct cp_section *s = cp_image_section_at(img, addr);
 	const uint8_t *code;
 	size_t size;
 	uint64_t a = addr;
 
-	buf[0] = '\0';
 	if (!s || !cp_section_is_code(s))
 		return false;
 	size = s->addr + s->size - addr;
 	if (size > 16)
 		size = 16;
 	code = cp_image_va_bytes(img, addr, size);
-	if (!code || !cs_disasm_iter(d->handle, &code, &size, &a, d->insn))
+	return code && cs_disasm_iter(d->handle, &code, &size, &a, d->insn);
+}
+
+bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
+			uint8_t *size, uint64_t *target)
+{
+	int opi;
+
+	if (!decode_at(d, img, addr) || !rip_target(d->insn, target, &opi) ||
+	    !d->insn->detail->x86.encoding.disp_offset || d->insn->detail->x86.encoding.disp_size != 4)
 		return false;
-	describe(d->insn, buf, n);
+	*disp_off = d->insn->detail->x86.encoding.disp_offset;
+	*size = (uint8_t)d->insn->size;
 	return true;
+}
+
+bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,
+		      uint8_t *imm_size, int64_t *value)
+{
+	const cs_x86 *x;
+	int i;
+
+	if (!decode_at(d, img, addr))
+		return false;
+	x = &d->insn->detail->x86;
+	if (!x->encoding.imm_offset || !x->encoding.imm_size)
+		return false;
+	for (i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_IMM) {
+			*imm_off = x->encoding.imm_offset;
+			*imm_size = x->encoding.imm_size;
+			*value = x->operands[i].imm;
+			return true;
+		}
+	return false;
+}
+
+bool cp_dis_displacement(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
+			 uint8_t *disp_size, int64_t *value)
+{
+	const cs_x86 *x;
+	int i;
+
+	if (!decode_at(d, img, addr))
+		return false;
+	x = &d->insn->detail->x86;
+	if (!x->encoding.disp_offset || !x->encoding.disp_size)
+		return false;
+	for (i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM && x->operands[i].mem.base != X86_REG_RIP &&
+		    x->operands[i].mem.base != X86_REG_INVALID) {
+			*disp_off = x->encoding.disp_offset;
+			*disp_size = x->encoding.disp_size;
+			*value = x->operands[i].mem.disp;
+			return true;
+		}
+	return false;
+}
+
+unsigned cp_dis_size(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	return decode_at(d, img, addr) ? d->insn->size : 0;
 }

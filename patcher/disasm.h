@@ -63,6 +63,24 @@ void cp_dis_close(cp_dis *d);
 /* Index 0..15 of the 64-bit register that holds reg (eax -> rax), or -1. */
 int cp_reg64(x86_reg reg);
 
+/* The RIP-relative memory operand of the instruction at addr: where its
+ * disp32 sits in the instruction, the instruction's length, its target. */
+bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
+			uint8_t *size, uint64_t *target);
+
+/* Where the immediate of the instruction at addr sits, its size in bytes
+ * (1, 2 or 4) and its value; false when it has none. */
+bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,
+		      uint8_t *imm_size, int64_t *value);
+
+/* The displacement of a memory operand based on a register other than rip
+ * ([rbx + 0x82]): where it sits, its size, its value; false if none. */
+bool cp_dis_displacement(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
+			 uint8_t *disp_size, int64_t *value);
+
+/* The length of the instruction at addr, 0 when it does not decode. */
+unsigned cp_dis_size(cp_dis *d, const cp_image *img, uint64_t addr);
+
 /* Writes "mnemonic operands" of the instruction at addr into buf. */
 bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, size_t n);
 

@@ -42,6 +42,7 @@ struct cp_reloc {
 	uint32_t type;   /* R_X86_64_* */
 	uint32_t sym;    /* .dynsym index */
 	int64_t addend;
+	uint64_t entry_off;  /* file offset of the Elf64_Rela, 0 for RELR */
 };
 
 /* A PLT stub or GOT slot and the imported function it reaches. */

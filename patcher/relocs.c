@@ -55,10 +55,11 @@ static cp_status read_dynnames(cp_image *img, cp_error *err)
 }
 
 static cp_status push_reloc(cp_image *img, size_t *cap, uint64_t off, uint32_t type,
-			    uint32_t sym, int64_t addend, cp_error *err)
+			    uint32_t sym, int64_t addend, uint64_t entry_off, cp_error *err)
 {
 	if (CP_GROW(img->rel, *cap, img->nrel + 1))
 		return oom(img, err);
+	img->rel[img->nrel].entry_off = entry_off;
 	img->rel[img->nrel].offset = off;
 	img->rel[img->nrel].type = type;
 	img->rel[img->nrel].sym = sym;
@@ -83,7 +84,8 @@ static cp_status read_rela(cp_image *img, const struct cp_section *s, size_t *ca
 			return cp_fail(err, CP_E_INPUT, "%s: %s lies outside the file", img->path, s->name);
 		memcpy(&r, p, sizeof(r));
 		st = push_reloc(img, cap, r.r_offset, (uint32_t)ELF64_R_TYPE(r.r_info),
-				(uint32_t)ELF64_R_SYM(r.r_info), r.r_addend, err);
+				(uint32_t)ELF64_R_SYM(r.r_info), r.r_addend,
+				s->offset + i * sizeof(Elf64_Rela), err);
 		if (st)
 			return st;
 	}
@@ -99,7 +101,7 @@ static cp_status push_relr(cp_image *img, size_t *cap, uint64_t where, cp_error 
 
 	if (p)
 		memcpy(&v, p, 8);
-	return push_reloc(img, cap, where, R_X86_64_RELATIVE, 0, (int64_t)v, err);
+	return push_reloc(img, cap, where, R_X86_64_RELATIVE, 0, (int64_t)v, 0, err);
 }
 
 static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *cap, cp_error *err)

@@ -59,8 +59,11 @@ struct cp_ref {
 	/* function and variable imports */
 	char *name, *signature;
 	uint64_t slot;
-	/* from-imports: the package imported from (name is the imported name) */
+	/* from-imports: the package imported from (name is the imported name),
+	 * and where the package's name lives (its sites are in `sites` too) */
 	char *package;
+	struct cp_loc package_loc;
+	bool same_string;   /* package and name are one string ("cuda") */
 	/* type imports */
 	char *class_name;
 	int64_t size;       /* -1 when not recovered */
@@ -74,6 +77,7 @@ struct cp_blob_entry {
 	uint64_t cell_insn; /* the instruction that wrote the cell */
 	uint64_t cell_va;   /* the template word it was copied from, or 0 */
 	bool folded;        /* no cell: the length is an immediate of a call */
+	uint64_t import_call; /* import-signature constants: their module's PyImport_ImportModule call */
 };
 
 struct cp_blob {

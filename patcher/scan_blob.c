@@ -667,14 +667,16 @@ static uint64_t solve_table_base(const cp_scan *s, const struct sigconst *c, siz
 static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
 			       const struct cp_import_block *blk, cp_error *err)
 {
-	const struct cp_blob *b = &s->blobs[bi];
-	const struct cp_blob_entry *e = &b->entry[c->entry];
+	struct cp_blob *b = &s->blobs[bi];
+	struct cp_blob_entry *e = &b->entry[c->entry];
 	size_t half = c->npiece / 2, k;
 	const char *sig = NULL;
 	struct cp_loc loc = { (int)bi, b->section, 0, e->offset, e->length };
 	uint64_t sites[2] = { b->code, e->cell_insn };
 	cp_status st;
 
+	if (blk)
+		e->import_call = blk->call;
 	for (k = 0; k < half; k++) {
 		const char *module = blk ? blk->module : NULL;
 		const char *mm;

@@ -179,6 +179,8 @@ static cp_status report(cp_scan *s, const struct names *ns, const char *m, int l
 	r->name = cp_strndup(name->value, name->len);
 	r->package = cp_strndup(pkg->value, pkg->len);
 	r->loc = name->loc;
+	r->package_loc = pkg->loc;
+	r->same_string = pkg == name;
 	if (!r->module || !r->value || !r->name || !r->package)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	if (cp_ref_add_site(r, &name->site, err))

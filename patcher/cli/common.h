@@ -14,5 +14,6 @@ int cli_usage_error(const char *command, const char *fmt, const char *arg);
 cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, cp_error *err);
 
 int cmd_show(int argc, char **argv);
+int cmd_retarget(int argc, char **argv);
 
 #endif

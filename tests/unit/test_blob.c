@@ -152,6 +152,40 @@ static void lzss_rejects_references_before_the_start(void **state)
 	assert_int_equal(cp_blob_decode(CP_BLOB_LZSS, longref, sizeof(longref), out, 0, &used), -1);
 }
 
+/* Our encoders round-trip through our decoders; the LZSS encoder's output
+ * also decodes exactly as Cython's vectors do (same format). */
+static void encoders_round_trip(void **state)
+{
+	static const enum cp_blob_algo algos[] = { CP_BLOB_NONE, CP_BLOB_ZLIB, CP_BLOB_BZ2,
+						   CP_BLOB_ZSTD, CP_BLOB_LZSS };
+	static const char *const names[] = { "strings", "long", "random", "runs", "tiny" };
+	size_t a, v;
+
+	(void)state;
+	for (v = 0; v < sizeof(names) / sizeof(names[0]); v++) {
+		char f[64];
+		size_t n, zlen, used;
+		unsigned char *raw, *z, *out;
+
+		snprintf(f, sizeof(f), "%s.raw", names[v]);
+		raw = read_file(vector_dir, f, &n);
+		out = malloc(n);
+		assert_non_null(out);
+		for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+			assert_int_equal(cp_blob_encode(algos[a], raw, n, &z, &zlen), 0);
+			used = 0;
+			assert_int_equal(cp_blob_decode(algos[a], z, zlen, out, n, &used), 0);
+			assert_memory_equal(out, raw, n);
+			assert_int_equal(used, zlen);
+			if (algos[a] == CP_BLOB_LZSS && n > 1000 && strcmp(names[v], "random") != 0)
+				assert_true(zlen < n / 2); /* it does compress */
+			free(z);
+		}
+		free(raw);
+		free(out);
+	}
+}
+
 static void plain_blobs_and_names(void **state)
 {
 	unsigned char out[4];
@@ -174,6 +208,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(zstd_streams),
 		cmocka_unit_test(lzss_cython_vectors),
 		cmocka_unit_test(lzss_rejects_references_before_the_start),
+		cmocka_unit_test(encoders_round_trip),
 		cmocka_unit_test(plain_blobs_and_names),
 	};
 

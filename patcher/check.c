@@ -1,0 +1,136 @@
+/*
+ * check.c - the output is scanned again and compared with the plan.
+ */
+#include "check.h"
+#include "disasm.h"
+#include "error.h"
+#include "scan.h"
+
+#include <elf.h>
+#include <stddef.h>
+#include <string.h>
+
+static cp_status no_other_layout(const cp_scan *s, int target, const char *path, cp_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < s->nrefs; i++) {
+		const struct cp_ref *r = &s->refs[i];
+
+		/* a literal nothing points at any more is dead data, not a reference */
+		if (r->layout < 0 || r->layout == target || (r->loc.blob < 0 && !r->nsites))
+			continue;
+		return cp_fail(err, CP_E_INPUT, "%s: check failed: the output still holds %s \"%s\" of layout %s",
+			       path, cp_ref_kind_name(r->kind), r->value, s->rules->layout[r->layout]);
+	}
+	return CP_OK;
+}
+
+static size_t count_kind(const cp_scan *s, enum cp_ref_kind k)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nrefs; i++)
+		n += s->refs[i].kind == k;
+	return n;
+}
+
+/* Each kind that binds keeps its number of references. */
+static cp_status counterparts(const cp_scan *a, const cp_scan *b, const char *path, cp_error *err)
+{
+	static const enum cp_ref_kind kinds[] = { CP_K_CIMPORT, CP_K_FUNCTION, CP_K_VARIABLE, CP_K_TYPE,
+						  CP_K_FILENAME, CP_K_FROMIMPORT };
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (count_kind(a, kinds[i]) != count_kind(b, kinds[i]))
+			return cp_fail(err, CP_E_INPUT, "%s: check failed: %zu %s references before, %zu after",
+				       path, count_kind(a, kinds[i]), cp_ref_kind_name(kinds[i]),
+				       count_kind(b, kinds[i]));
+	return CP_OK;
+}
+
+static cp_status operands_decode(const cp_image *out, const struct cp_plan *p, cp_error *err)
+{
+	cp_dis d;
+	size_t i;
+	cp_status st = cp_dis_open(&d, err);
+
+	for (i = 0; !st && i < p->nedits; i++) {
+		const struct cp_edit *e = &p->edits[i];
+		uint8_t off, size;
+		uint64_t target;
+
+		if (e->kind != CP_EDIT_DISP)
+			continue;
+		if (!cp_dis_rip_operand(&d, out, e->site, &off, &size, &target) || target != e->target)
+			st = cp_fail(err, CP_E_INTERNAL, "%s: check failed: the instruction at %#llx does not "
+				     "reach %#llx", out->path, (unsigned long long)e->site,
+				     (unsigned long long)e->target);
+	}
+	cp_dis_close(&d);
+	return st;
+}
+
+static bool edited(const struct cp_plan *p, uint64_t off)
+{
+	size_t lo = 0, hi = p->nedits;
+
+	/* edits are sorted by offset and do not overlap (plan.c) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->edits[mid].off + p->edits[mid].len <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nedits && p->edits[lo].off <= off;
+}
+
+/* The ELF header's fields that a new segment changes. */
+static bool header_field(size_t off)
+{
+	return (off >= offsetof(Elf64_Ehdr, e_phoff) && off < offsetof(Elf64_Ehdr, e_phoff) + 8) ||
+	       (off >= offsetof(Elf64_Ehdr, e_shoff) && off < offsetof(Elf64_Ehdr, e_shoff) + 8) ||
+	       (off >= offsetof(Elf64_Ehdr, e_phnum) && off < offsetof(Elf64_Ehdr, e_phnum) + 2) ||
+	       (off >= offsetof(Elf64_Ehdr, e_shnum) && off < offsetof(Elf64_Ehdr, e_shnum) + 2);
+}
+
+static cp_status bytes_unchanged(const cp_image *in, const struct cp_plan *p, const uint8_t *out,
+				 size_t outlen, const char *path, cp_error *err)
+{
+	size_t i;
+
+	if (outlen < in->size)
+		return cp_fail(err, CP_E_INTERNAL, "%s: check failed: the output is shorter", path);
+	for (i = 0; i < in->size; i++) {
+		if (in->data[i] == out[i] || edited(p, i) || (p->nchunks && header_field(i)))
+			continue;
+		return cp_fail(err, CP_E_INTERNAL, "%s: check failed: byte %#zx changed outside the plan",
+			       path, i);
+	}
+	return CP_OK;
+}
+
+cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_plan *plan,
+		   const char *path, const uint8_t *out, size_t outlen, cp_error *err)
+{
+	cp_image *img = NULL;
+	cp_scan *scan = NULL;
+	cp_status st = bytes_unchanged(in, plan, out, outlen, in->path, err);
+
+	if (!st)
+		st = cp_image_open(path, &img, err);
+	if (!st)
+		st = operands_decode(img, plan, err);
+	if (!st)
+		st = cp_scan_run(img, in_scan->rules, &scan, err);
+	if (!st)
+		st = no_other_layout(scan, plan->target, in->path, err);
+	if (!st)
+		st = counterparts(in_scan, scan, in->path, err);
+	cp_scan_free(scan);
+	cp_image_close(img);
+	return st;
+}

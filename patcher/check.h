@@ -1,0 +1,19 @@
+/* check.h - proving a retargeted file before it replaces anything. */
+#ifndef CP_CHECK_H
+#define CP_CHECK_H
+
+#include "plan.h"
+
+/*
+ * Re-reads the output at `path` (scanned with the same rules) and refuses it
+ * unless: no reference to a layout other than the target is left (a moved
+ * string's old bytes stay, with nothing pointing at them), every reference
+ * of the input has its counterpart,
+ * every redirected operand decodes to the planned address, and every byte
+ * of the input outside the edits and the ELF header's table fields is
+ * unchanged.
+ */
+cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_plan *plan,
+		   const char *path, const uint8_t *out, size_t outlen, cp_error *err);
+
+#endif

@@ -1,0 +1,558 @@
+/*
+ * plan.c - from a scan to the edits that retarget it (see plan.h).
+ *
+ * Every pointer to a rewritten string is found anew here (code operands,
+ * relocations), not taken from the scan's site lists, so that a string that
+ * moves leaves nothing pointing at its old place.
+ */
+#include "plan.h"
+#include "error.h"
+#include "names.h"
+#include "plan_internal.h"
+
+#include <elf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NAME 4096
+
+cp_status cp_plan_oom(struct planner *pl)
+{
+	return cp_fail(pl->err, CP_E_INTERNAL, "%s: out of memory", pl->img->path);
+}
+
+/* --- names: what a string becomes in the target layout ------------------ */
+
+static bool name_char(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The longest source-layout name at text[i] (module, path form or mangled
+ * prefix) on its boundaries; writes its target form into repl. */
+static size_t match_at(const struct planner *pl, const char *text, size_t n, size_t i,
+		       char *repl, size_t replsz)
+{
+	const cp_rules *r = pl->rules;
+	size_t best = 0, k;
+	int side, form;
+
+	for (k = 0; k < r->nmod; k++) {
+		const struct cp_module_pair *m = &r->mod[k];
+
+		for (side = 0; side < 2; side++) {
+			char from[512], to[512];
+			size_t flen;
+			int before = i ? text[i - 1] : 0, after;
+
+			if (m->layout[side] == pl->p->target || m->layout[!side] != pl->p->target)
+				continue;
+			for (form = 0; form < 3; form++) {
+				size_t q;
+
+				if (form == 2) {
+					if (cp_mangle_prefix(m->name[side], from, sizeof(from)) < 0 ||
+					    cp_mangle_prefix(m->name[!side], to, sizeof(to)) < 0)
+						continue;
+				} else {
+					snprintf(from, sizeof(from), "%s", m->name[side]);
+					snprintf(to, sizeof(to), "%s", m->name[!side]);
+					for (q = 0; form == 1 && from[q]; q++)
+						from[q] = from[q] == '.' ? '/' : from[q];
+					for (q = 0; form == 1 && to[q]; q++)
+						to[q] = to[q] == '.' ? '/' : to[q];
+				}
+				flen = strlen(from);
+				if (flen <= best || flen > n - i || memcmp(text + i, from, flen) != 0)
+					continue;
+				after = i + flen < n ? text[i + flen] : 0;
+				if (form != 2 && (name_char(before) || before == '.' || before == '/' ||
+						  name_char(after)))
+					continue;
+				best = flen;
+				snprintf(repl, replsz, "%s", to);
+			}
+		}
+	}
+	return best;
+}
+
+/* Rewrites every source-layout name in text; returns the replacements made
+ * or -1 when the result would not fit out. */
+int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char *out, size_t outsz,
+		     size_t *outlen)
+{
+	size_t i = 0, o = 0;
+	int count = 0;
+
+	while (i < n) {
+		char repl[512];
+		size_t m = match_at(pl, text, n, i, repl, sizeof(repl));
+		size_t rl = strlen(repl);
+
+		if (m) {
+			if (o + rl >= outsz)
+				return -1;
+			memcpy(out + o, repl, rl);
+			o += rl;
+			i += m;
+			count++;
+			continue;
+		}
+		if (o + 1 >= outsz)
+			return -1;
+		out[o++] = text[i++];
+	}
+	out[o] = '\0';
+	if (outlen)
+		*outlen = o;
+	return count;
+}
+
+/* --- edits and chunks --------------------------------------------------- */
+
+cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t off,
+			  const void *bytes, uint32_t len, uint64_t site, uint64_t target,
+			  const char *what)
+{
+	struct cp_plan *p = pl->p;
+	struct cp_edit *e;
+
+	if (len > sizeof(e->bytes))
+		return cp_fail(pl->err, CP_E_INTERNAL, "%s: an edit of %u bytes is too long",
+			       pl->img->path, len);
+	if (CP_GROW(p->edits, p->capedits, p->nedits + 1))
+		return cp_plan_oom(pl);
+	e = &p->edits[p->nedits++];
+	memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	e->off = off;
+	e->len = len;
+	memcpy(e->bytes, bytes, len);
+	e->site = site;
+	e->target = target;
+	snprintf(e->what, sizeof(e->what), "%s", what);
+	return CP_OK;
+}
+
+static uint64_t max_align(const cp_image *img)
+{
+	uint64_t a = 0x1000;
+	size_t i;
+
+	for (i = 0; i < img->nseg; i++)
+		if (img->seg[i].type == PT_LOAD && img->seg[i].align > a)
+			a = img->seg[i].align;
+	return a;
+}
+
+/* The new segment: right after the file (8-aligned), mapped above every
+ * existing segment at an address congruent to its offset. */
+static void place_segment(struct planner *pl)
+{
+	struct cp_plan *p = pl->p;
+	uint64_t end = 0, a = max_align(pl->img);
+	size_t i;
+
+	if (p->seg_vaddr)
+		return;
+	for (i = 0; i < pl->img->nseg; i++) {
+		const struct cp_segment *s = &pl->img->seg[i];
+
+		if (s->type == PT_LOAD && s->vaddr + s->memsz > end)
+			end = s->vaddr + s->memsz;
+	}
+	p->seg_align = a;
+	p->seg_off = (pl->img->size + 7) & ~7ull;
+	p->seg_vaddr = ((end + a - 1) & ~(a - 1)) + (p->seg_off % a);
+	p->phdr_size = (pl->img->nseg + 1) * sizeof(Elf64_Phdr);
+	p->seg_size = p->phdr_size;
+}
+
+/* Appends bytes to the new segment; returns their address, 0 on failure. */
+uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, const char *what)
+{
+	struct cp_plan *p = pl->p;
+	struct cp_chunk *c;
+
+	place_segment(pl);
+	if (CP_GROW(p->chunks, p->capchunks, p->nchunks + 1))
+		return 0;
+	c = &p->chunks[p->nchunks];
+	c->bytes = malloc(len ? len : 1);
+	if (!c->bytes)
+		return 0;
+	memcpy(c->bytes, bytes, len);
+	c->len = (uint32_t)len;
+	c->seg_off = p->seg_size;
+	snprintf(c->what, sizeof(c->what), "%s", what);
+	p->seg_size += len;
+	p->nchunks++;
+	return p->seg_vaddr + c->seg_off;
+}
+
+/* --- sites -------------------------------------------------------------- */
+
+bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off)
+{
+	return cp_image_va_to_off(pl->img, va, len, off);
+}
+
+/* Points the code operand at addr (which reaches `from`) at `to`. */
+cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
+				const char *what)
+{
+	uint8_t disp_off, size;
+	uint64_t target, off;
+	int64_t disp;
+	int32_t d32;
+
+	if (!cp_dis_rip_operand(&pl->dis, pl->img, addr, &disp_off, &size, &target) || target != from)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not reach %#llx "
+			       "as the scan found", pl->img->path, (unsigned long long)addr,
+			       (unsigned long long)from);
+	disp = (int64_t)(to - (addr + size));
+	if (disp < INT32_MIN || disp > INT32_MAX || !cp_plan_file_off(pl, addr + disp_off, 4, &off))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: %#llx cannot reach %#llx with a 32-bit displacement",
+			       pl->img->path, (unsigned long long)addr, (unsigned long long)to);
+	d32 = (int32_t)disp;
+	return cp_plan_add_edit(pl, CP_EDIT_DISP, off, &d32, 4, addr, to, what);
+}
+
+/* Points every relative relocation of `from` at `to` (addend and word). */
+static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to, const char *what)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < pl->img->nrel; i++) {
+		const struct cp_reloc *r = &pl->img->rel[i];
+		uint64_t off;
+
+		if (r->type != R_X86_64_RELATIVE || (uint64_t)r->addend != from)
+			continue;
+		if (r->entry_off) {
+			st = cp_plan_add_edit(pl, CP_EDIT_ADDEND, r->entry_off + 16, &to, 8, r->offset, to, what);
+			if (st)
+				return st;
+		}
+		if (cp_plan_file_off(pl, r->offset, 8, &off)) {
+			st = cp_plan_add_edit(pl, CP_EDIT_WORD, off, &to, 8, r->offset, to, what);
+			if (st)
+				return st;
+		}
+	}
+	return CP_OK;
+}
+
+static cp_status redirect_code(struct planner *pl, uint64_t from, uint64_t to, const char *what)
+{
+	size_t first, n = cp_scan_xrefs_to(pl->scan, from, &first), i;
+	cp_status st;
+
+	for (i = 0; i < n; i++) {
+		st = cp_plan_redirect_code(pl, pl->scan->xrefs[first + i].addr, from, to, what);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/* Stored lengths of the string: Cython's string-table entries keep the
+ * length with the NUL right after the pointer (0.29, 3.0: Py_ssize_t;
+ * 3.1: unsigned short). */
+static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen, uint64_t newlen,
+				const char *what)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < pl->img->nrel; i++) {
+		const struct cp_reloc *r = &pl->img->rel[i];
+		const uint8_t *q;
+		uint64_t off, n64 = 0, v = newlen + 1;
+		uint16_t n16 = 0;
+
+		if (r->type != R_X86_64_RELATIVE || (uint64_t)r->addend != va ||
+		    !cp_plan_file_off(pl, r->offset + 8, 8, &off) || !(q = cp_image_bytes(pl->img, off, 8)))
+			continue;
+		memcpy(&n64, q, 8);
+		memcpy(&n16, q, 2);
+		if (n64 == oldlen + 1)
+			st = cp_plan_add_edit(pl, CP_EDIT_LENGTH, off, &v, 8, r->offset + 8, 0, what);
+		else if (pl->scan->cy_major == 3 && pl->scan->cy_minor == 1 && n16 == oldlen + 1)
+			st = cp_plan_add_edit(pl, CP_EDIT_LENGTH, off, &v, 2, r->offset + 8, 0, what);
+		else
+			continue;
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/* Whether the string's bytes serve only it: no pointer into its middle
+ * (a merged tail) and no referenced string running into it. */
+static bool owns_bytes(const struct planner *pl, uint64_t va, uint64_t len)
+{
+	const cp_scan *s = pl->scan;
+	size_t i;
+
+	for (i = 0; i < s->nxrefs; i++) {
+		uint64_t t = s->xrefs[i].target;
+		const char *p;
+
+		if (t > va && t <= va + len)
+			return false;
+		if (t < va && va - t < MAX_NAME && (p = cp_image_cstring(pl->img, t, va - t + 1)) &&
+		    strlen(p) >= va - t)
+			return false;
+	}
+	for (i = 0; i < pl->img->nrel; i++) {
+		uint64_t t = (uint64_t)pl->img->rel[i].addend;
+		const char *p;
+
+		if (pl->img->rel[i].type != R_X86_64_RELATIVE)
+			continue;
+		if (t > va && t <= va + len)
+			return false;
+		if (t < va && va - t < MAX_NAME && (p = cp_image_cstring(pl->img, t, va - t + 1)) &&
+		    strlen(p) >= va - t)
+			return false;
+	}
+	return true;
+}
+
+static bool already(struct planner *pl, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < pl->ndone; i++)
+		if (pl->done[i] == va)
+			return true;
+	return false;
+}
+
+/* Rewrites the literal at va (oldlen bytes and its NUL) to `text`. */
+static cp_status rewrite_literal(struct planner *pl, uint64_t va, uint64_t oldlen, const char *text,
+				 const char *kind)
+{
+	size_t newlen = strlen(text);
+	char what[200];
+	uint64_t off, to;
+	uint8_t buf[256];
+	cp_status st;
+
+	if (already(pl, va))
+		return CP_OK;
+	if (CP_GROW(pl->done, pl->capdone, pl->ndone + 1))
+		return cp_plan_oom(pl);
+	pl->done[pl->ndone++] = va;
+	if (!cp_plan_file_off(pl, va, oldlen + 1, &off))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the string at %#llx lies outside the file",
+			       pl->img->path, (unsigned long long)va);
+	pl->p->nchanged++;
+	if (newlen <= oldlen && oldlen <= sizeof(buf) && owns_bytes(pl, va, oldlen)) {
+		snprintf(what, sizeof(what), "%s \"%.60s\" -> \"%.60s\" in place", kind,
+			 (const char *)pl->img->data + off, text);
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, text, newlen);
+		st = cp_plan_add_edit(pl, CP_EDIT_STRING, off, buf, (uint32_t)oldlen, va, 0, what);
+		return st ? st : update_lengths(pl, va, oldlen, newlen, what);
+	}
+	snprintf(what, sizeof(what), "%s \"%.60s\" -> \"%.60s\" moved", kind,
+		 (const char *)pl->img->data + off, text);
+	to = cp_plan_append(pl, text, newlen + 1, what);
+	if (!to)
+		return cp_plan_oom(pl);
+	st = redirect_code(pl, va, to, what);
+	if (!st)
+		st = redirect_relocs(pl, va, to, what);
+	if (!st)
+		st = update_lengths(pl, va, oldlen, newlen, what);
+	return st;
+}
+
+/* --- references --------------------------------------------------------- */
+
+static const char *literal_text(const struct planner *pl, const struct cp_loc *loc)
+{
+	return cp_image_cstring(pl->img, loc->vaddr, MAX_NAME);
+}
+
+static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
+{
+	const char *old = literal_text(pl, &r->loc);
+	char text[MAX_NAME];
+	int n;
+
+	if (!old)
+		return CP_OK;
+	n = cp_plan_map_text(pl, old, strlen(old), text, sizeof(text), NULL);
+	if (n < 0)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the string at %#llx is too long to rewrite",
+			       pl->img->path, (unsigned long long)r->loc.vaddr);
+	if (n == 0)
+		return CP_OK;
+	if (r->kind == CP_K_STRING && r->nsites == 0 && strlen(text) > strlen(old))
+		return CP_OK; /* unreferenced text that does not fit: left as it is */
+	return rewrite_literal(pl, r->loc.vaddr, strlen(old), text, cp_ref_kind_name(r->kind));
+}
+
+/* from P import N, with P.N mapped to T: P becomes T's parent, N its leaf. */
+static cp_status plan_from_import(struct planner *pl, const struct cp_ref *r)
+{
+	const char *t = cp_rules_map(pl->rules, r->module, pl->p->target);
+	const char *dot = t ? strrchr(t, '.') : NULL;
+	char parent[512];
+
+	if (!dot)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: from %s import %s: %s has no name in layout %s",
+			       pl->img->path, r->package, r->name, r->module,
+			       pl->rules->layout[pl->p->target]);
+	if (r->same_string)
+		return cp_fail(pl->err, CP_E_INPUT,
+			       "%s: from %s import %s: one string serves as package and name, and %s "
+			       "needs two different ones (%s); strings alone cannot express it",
+			       pl->img->path, r->package, r->name, t, cp_site_kind_name(r->sites[0].kind));
+	snprintf(parent, sizeof(parent), "%.*s", (int)(dot - t), t);
+	if (r->loc.blob >= 0 || r->package_loc.blob >= 0)
+		return cp_plan_blob_from_import(pl, r, parent, dot + 1);
+	if (strcmp(parent, r->package) != 0) {
+		cp_status st = rewrite_literal(pl, r->package_loc.vaddr, strlen(r->package), parent,
+					       "fromimport package");
+		if (st)
+			return st;
+	}
+	if (strcmp(dot + 1, r->name) != 0)
+		return rewrite_literal(pl, r->loc.vaddr, strlen(r->name), dot + 1, "fromimport name");
+	return CP_OK;
+}
+
+static cp_status plan_ref(struct planner *pl, const struct cp_ref *r)
+{
+	if (r->layout < 0 || r->layout == pl->p->target)
+		return CP_OK;
+	if (r->kind == CP_K_FROMIMPORT)
+		return plan_from_import(pl, r);
+	if (r->loc.blob >= 0)
+		return cp_plan_blob_ref(pl, r);
+	switch (r->kind) {
+	case CP_K_FUNCTION:
+	case CP_K_VARIABLE:
+	case CP_K_TYPE:
+		return CP_OK; /* names do not move; their module and signature refs do */
+	default:
+		return plan_literal(pl, r);
+	}
+}
+
+static int by_off(const void *a, const void *b)
+{
+	const struct cp_edit *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static cp_status check_overlaps(struct planner *pl)
+{
+	struct cp_plan *p = pl->p;
+	size_t i;
+
+	qsort(p->edits, p->nedits, sizeof(*p->edits), by_off);
+	for (i = 1; i < p->nedits; i++)
+		if (p->edits[i].off < p->edits[i - 1].off + p->edits[i - 1].len &&
+		    !(p->edits[i].off == p->edits[i - 1].off && p->edits[i].len == p->edits[i - 1].len &&
+		      !memcmp(p->edits[i].bytes, p->edits[i - 1].bytes, p->edits[i].len)))
+			return cp_fail(pl->err, CP_E_INTERNAL, "%s: planned edits overlap at file offset %#llx",
+				       pl->img->path, (unsigned long long)p->edits[i].off);
+	return CP_OK;
+}
+
+cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
+		       struct cp_plan *plan, cp_error *err)
+{
+	struct planner pl;
+	cp_status st;
+	size_t i;
+
+	memset(plan, 0, sizeof(*plan));
+	memset(&pl, 0, sizeof(pl));
+	plan->target = target;
+	plan->source = -1;
+	pl.img = img;
+	pl.scan = scan;
+	pl.rules = scan->rules;
+	pl.p = plan;
+	pl.err = err;
+	st = cp_dis_open(&pl.dis, err);
+	if (st)
+		return st;
+	st = cp_plan_blob_begin(&pl);
+	for (i = 0; !st && i < scan->nrefs; i++) {
+		if (scan->refs[i].layout >= 0 && scan->refs[i].layout != target)
+			plan->source = scan->refs[i].layout;
+		st = plan_ref(&pl, &scan->refs[i]);
+	}
+	if (!st)
+		st = cp_plan_blob_end(&pl);
+	if (!st)
+		st = check_overlaps(&pl);
+	cp_dis_close(&pl.dis);
+	free(pl.done);
+	if (st)
+		cp_plan_free(plan);
+	return st;
+}
+
+void cp_plan_free(struct cp_plan *plan)
+{
+	size_t i;
+
+	for (i = 0; i < plan->nchunks; i++)
+		free(plan->chunks[i].bytes);
+	free(plan->chunks);
+	free(plan->edits);
+	memset(plan, 0, sizeof(*plan));
+}
+
+static void hex(FILE *out, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < 24; i++)
+		fprintf(out, "%02x", p[i]);
+	if (n > 24)
+		fputs("..", out);
+}
+
+static const char *edit_kind_name(enum cp_edit_kind k)
+{
+	static const char *const names[] = { "string", "length", "disp32", "addend", "word", "imm" };
+
+	return names[k];
+}
+
+void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < plan->nedits; i++) {
+		const struct cp_edit *e = &plan->edits[i];
+		const uint8_t *old = cp_image_bytes(img, e->off, e->len);
+
+		fprintf(out, "  %-6s file %#llx (%#llx), %u bytes: ", edit_kind_name(e->kind),
+			(unsigned long long)e->off, (unsigned long long)e->site, e->len);
+		if (old)
+			hex(out, old, e->len);
+		fputs(" -> ", out);
+		hex(out, e->bytes, e->len);
+		fprintf(out, "  [%s]\n", e->what);
+	}
+	if (plan->nchunks)
+		fprintf(out, "  new PT_LOAD (R) at file %#llx, vaddr %#llx, %llu bytes: program headers, then\n",
+			(unsigned long long)plan->seg_off, (unsigned long long)plan->seg_vaddr,
+			(unsigned long long)plan->seg_size);
+	for (i = 0; i < plan->nchunks; i++)
+		fprintf(out, "    +%#llx %u bytes  [%s]\n", (unsigned long long)plan->chunks[i].seg_off,
+			plan->chunks[i].len, plan->chunks[i].what);
+}

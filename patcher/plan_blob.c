@@ -1,0 +1,428 @@
+/*
+ * plan_blob.c - retargeting names inside a Cython 3.2+ string blob.
+ *
+ * The blob is rebuilt with the new names, encoded again with its own
+ * algorithm and appended to the new segment; the instruction that loads it
+ * is pointed at the copy. What the module knows about the blob's shape is
+ * updated with it: the length of every entry that changed (an immediate in
+ * code, a word of a .rodata template, or the immediate of a call the
+ * compiler folded it into), the stored and decoded lengths the decoder
+ * checks (immediates of the decoding function), and for an import-signature
+ * constant whose signatures grow, the offset of its names (an immediate of
+ * its import code). Shrinking signatures keep that offset: the bytes freed
+ * at the end of the signatures become NULs that no import reads.
+ */
+#include "plan_internal.h"
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PYBYTES_SVAL 32 /* offsetof(PyBytesObject, ob_sval) on 64-bit CPython */
+
+struct cp_blob_plan {
+	uint8_t **val;  /* new bytes per entry, NULL while unchanged */
+	size_t *len;
+	bool dirty;
+};
+
+static const struct cp_blob *blob_of(const struct planner *pl, int b)
+{
+	return &pl->scan->blobs[b];
+}
+
+cp_status cp_plan_blob_begin(struct planner *pl)
+{
+	size_t i, n = pl->scan->nblobs;
+
+	pl->blobs = calloc(n ? n : 1, sizeof(*pl->blobs));
+	if (!pl->blobs)
+		return cp_plan_oom(pl);
+	for (i = 0; i < n; i++) {
+		size_t k = blob_of(pl, (int)i)->nentries;
+
+		pl->blobs[i].val = calloc(k ? k : 1, sizeof(uint8_t *));
+		pl->blobs[i].len = calloc(k ? k : 1, sizeof(size_t));
+		if (!pl->blobs[i].val || !pl->blobs[i].len)
+			return cp_plan_oom(pl);
+	}
+	return CP_OK;
+}
+
+static void free_blobs(struct planner *pl)
+{
+	size_t i, k;
+
+	for (i = 0; pl->blobs && i < pl->scan->nblobs; i++) {
+		for (k = 0; pl->blobs[i].val && k < blob_of(pl, (int)i)->nentries; k++)
+			free(pl->blobs[i].val[k]);
+		free(pl->blobs[i].val);
+		free(pl->blobs[i].len);
+	}
+	free(pl->blobs);
+	pl->blobs = NULL;
+}
+
+static long find_entry(const struct cp_blob *b, const struct cp_loc *loc)
+{
+	size_t k;
+
+	for (k = 0; k < b->nentries; k++)
+		if (b->entry[k].offset == loc->offset && b->entry[k].length == loc->length)
+			return (long)k;
+	return -1;
+}
+
+/* The entry's bytes as planned so far. */
+static const uint8_t *current(const struct planner *pl, int b, size_t k, size_t *len)
+{
+	const struct cp_blob_plan *bp = &pl->blobs[b];
+
+	if (bp->val[k]) {
+		*len = bp->len[k];
+		return bp->val[k];
+	}
+	*len = blob_of(pl, b)->entry[k].length;
+	return blob_of(pl, b)->data + blob_of(pl, b)->entry[k].offset;
+}
+
+static cp_status set_entry(struct planner *pl, int b, size_t k, const void *bytes, size_t len)
+{
+	struct cp_blob_plan *bp = &pl->blobs[b];
+	uint8_t *copy = malloc(len ? len : 1);
+
+	if (!copy)
+		return cp_plan_oom(pl);
+	memcpy(copy, bytes, len);
+	free(bp->val[k]);
+	bp->val[k] = copy;
+	bp->len[k] = len;
+	bp->dirty = true;
+	pl->p->nchanged++;
+	return CP_OK;
+}
+
+/* An import-signature constant (N signatures, then N names): rewrites the
+ * signatures and keeps the names where they were when that fits. Returns
+ * the new constant in out; *grow is how much further the names moved. */
+static cp_status remap_sigconst(struct planner *pl, const uint8_t *d, size_t n, uint8_t *out,
+				size_t cap, size_t *outlen, size_t *region, size_t *new_region)
+{
+	size_t pieces = 1, i, half, start = 0, o = 0, k = 0;
+
+	for (i = 0; i < n; i++)
+		pieces += d[i] == 0;
+	half = pieces / 2;
+	*region = 0;
+	for (i = 0; i <= n && k < half; i++) {
+		size_t plen;
+
+		if (i < n && d[i] != 0)
+			continue;
+		if (cp_plan_map_text(pl, (const char *)d + start, i - start, (char *)out + o, cap - o, &plen) < 0)
+			return cp_fail(pl->err, CP_E_INTERNAL, "%s: a signature is too long", pl->img->path);
+		o += plen + 1; /* keeps the NUL map_text wrote */
+		*region = i + 1;
+		start = i + 1;
+		k++;
+	}
+	*new_region = o;
+	if (o < *region) { /* pad: the names stay at their offset */
+		memset(out + o, 0, *region - o);
+		o = *region;
+	}
+	if (o + (n - *region) > cap)
+		return cp_fail(pl->err, CP_E_INTERNAL, "%s: a signature constant is too long", pl->img->path);
+	memcpy(out + o, d + *region, n - *region);
+	*outlen = o + (n - *region);
+	return CP_OK;
+}
+
+/* Cython computes the names' address as signatures + region (after the
+ * PyBytes data offset): an add or lea with that immediate in the import
+ * code that follows PyImport_ImportModule. */
+static bool fits_imm(int64_t v, uint8_t size)
+{
+	if (size == 1)
+		return v >= -128 && v <= 127;
+	if (size == 2)
+		return v >= -32768 && v <= 32767;
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+static cp_status patch_field(struct planner *pl, uint64_t insn, uint8_t off, uint8_t size,
+			     int64_t newv, const char *what)
+{
+	uint64_t foff;
+	uint8_t bytes[4];
+
+	if ((size != 1 && size != 4) || !fits_imm(newv, size) || !cp_plan_file_off(pl, insn + off, size, &foff))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: %lld does not fit the %u-byte field of the "
+			       "instruction at %#llx", pl->img->path, (long long)newv, size,
+			       (unsigned long long)insn);
+	memcpy(bytes, &newv, size);
+	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
+}
+
+static cp_status move_names(struct planner *pl, uint64_t call, size_t region, size_t new_region)
+{
+	static const char what[] = "offset of the cimported names in their signature constant";
+	uint64_t start, end, a;
+	unsigned len;
+
+	if (!call || !cp_image_function(pl->img, call, &start, &end))
+		return cp_fail(pl->err, CP_E_INPUT,
+			       "%s: signatures of a cimported module grow, and its import code was not found",
+			       pl->img->path);
+	for (a = call; a < end && a < call + 512; a += len) {
+		uint8_t off, size;
+		int64_t v;
+
+		if ((cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v) ||
+		     cp_dis_displacement(&pl->dis, pl->img, a, &off, &size, &v)) &&
+		    (v == (int64_t)(region + PYBYTES_SVAL) || v == (int64_t)region))
+			return patch_field(pl, a, off, size,
+					   (int64_t)new_region + (v == (int64_t)region ? 0 : PYBYTES_SVAL), what);
+		len = cp_dis_size(&pl->dis, pl->img, a);
+		if (!len)
+			break;
+	}
+	return cp_fail(pl->err, CP_E_INPUT,
+		       "%s: signatures of a cimported module grow from %zu to %zu bytes, and no immediate "
+		       "for the names' offset follows its import at %#llx",
+		       pl->img->path, region, new_region, (unsigned long long)call);
+}
+
+static cp_status plan_sigconst(struct planner *pl, int b, size_t k)
+{
+	const struct cp_blob_entry *e = &blob_of(pl, b)->entry[k];
+	size_t n, outlen = 0, region = 0, new_region = 0;
+	const uint8_t *d = current(pl, b, k, &n);
+	uint8_t *out = malloc(n * 2 + 4096);
+	cp_status st;
+
+	if (!out)
+		return cp_plan_oom(pl);
+	st = remap_sigconst(pl, d, n, out, n * 2 + 4096, &outlen, &region, &new_region);
+	if (!st && new_region > region)
+		st = move_names(pl, e->import_call, region, new_region);
+	if (!st && (outlen != n || memcmp(out, d, n)))
+		st = set_entry(pl, b, k, out, outlen);
+	free(out);
+	return st;
+}
+
+cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r)
+{
+	int b = r->loc.blob;
+	long k = find_entry(blob_of(pl, b), &r->loc);
+	char text[8192];
+	size_t n, outlen;
+	const uint8_t *d;
+	int count;
+
+	if (k < 0)
+		return cp_fail(pl->err, CP_E_INTERNAL, "%s: a blob reference matches no entry", pl->img->path);
+	if (r->kind == CP_K_FUNCTION || r->kind == CP_K_VARIABLE || r->kind == CP_K_TYPE)
+		return CP_OK; /* their signature references carry the change */
+	if (r->kind == CP_K_SIGNATURE && blob_of(pl, b)->entry[k].import_call)
+		return plan_sigconst(pl, b, (size_t)k);
+	d = current(pl, b, (size_t)k, &n);
+	count = cp_plan_map_text(pl, (const char *)d, n, text, sizeof(text), &outlen);
+	if (count < 0)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: a blob entry is too long to rewrite", pl->img->path);
+	if (count == 0)
+		return r->kind == CP_K_PYIMPORT
+			       ? cp_fail(pl->err, CP_E_INPUT,
+					 "%s: the Python-level name \"%s\" (blob entry %ld) names a package of "
+					 "layout %s outside a from-import; strings alone cannot retarget it",
+					 pl->img->path, r->value, k, pl->rules->layout[r->layout])
+			       : CP_OK;
+	return set_entry(pl, b, (size_t)k, text, outlen);
+}
+
+cp_status cp_plan_blob_from_import(struct planner *pl, const struct cp_ref *r, const char *parent,
+				   const char *leaf)
+{
+	const struct cp_loc *locs[2] = { &r->package_loc, &r->loc };
+	const char *vals[2] = { parent, leaf };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		long k;
+		cp_status st;
+
+		if (locs[i]->blob < 0)
+			return cp_fail(pl->err, CP_E_INPUT, "%s: from %s import %s: the names live apart "
+				       "(blob and literal)", pl->img->path, r->package, r->name);
+		k = find_entry(blob_of(pl, locs[i]->blob), locs[i]);
+		if (k < 0)
+			return cp_fail(pl->err, CP_E_INTERNAL, "%s: a blob name matches no entry", pl->img->path);
+		st = set_entry(pl, locs[i]->blob, (size_t)k, vals[i], strlen(vals[i]));
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/* --- lengths ------------------------------------------------------------ */
+
+static cp_status patch_imm(struct planner *pl, uint64_t insn, uint64_t mask, uint64_t oldv,
+			   uint64_t newv, const char *what)
+{
+	uint8_t off, size;
+	int64_t v, nv;
+	uint64_t foff;
+	uint8_t bytes[4];
+
+	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v) || ((uint64_t)v & mask) != oldv)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not hold length %llu "
+			       "as the scan found", pl->img->path, (unsigned long long)insn,
+			       (unsigned long long)oldv);
+	nv = (int64_t)(((uint64_t)v & ~mask) | newv);
+	if (size == 1 && mask <= 0xff) /* an 8-bit field stored whole, or or'ed in */
+		nv = (int8_t)(uint8_t)nv;
+	if (!fits_imm(nv, size) || !cp_plan_file_off(pl, insn + off, size, &foff))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: length %llu does not fit the %u-byte immediate at %#llx",
+			       pl->img->path, (unsigned long long)newv, size, (unsigned long long)insn);
+	memcpy(bytes, &nv, size);
+	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
+}
+
+static cp_status patch_entry_length(struct planner *pl, const struct cp_blob *b, size_t k, size_t newlen)
+{
+	const struct cp_blob_entry *e = &b->entry[k];
+	unsigned bits = e->is_bytes ? b->bytes_bits : b->str_bits;
+	uint64_t mask = bits >= 32 ? 0xffffffffull : (1ull << bits) - 1;
+	char what[96];
+
+	snprintf(what, sizeof(what), "length of blob entry %zu: %llu -> %zu", k,
+		 (unsigned long long)e->length, newlen);
+	if (e->folded)
+		return patch_imm(pl, e->cell_insn, 0xffffffffull, e->length, newlen, what);
+	if (newlen > mask)
+		return cp_fail(pl->err, CP_E_INPUT,
+			       "%s: blob entry %zu needs length %zu, and its %u-bit length field holds at most %llu",
+			       pl->img->path, k, newlen, bits, (unsigned long long)mask);
+	if (e->cell_va) {
+		uint64_t off;
+		const uint8_t *p;
+		uint32_t w;
+
+		if (!cp_plan_file_off(pl, e->cell_va, 4, &off) || !(p = cp_image_bytes(pl->img, off, 4)))
+			return cp_fail(pl->err, CP_E_INPUT, "%s: a length template lies outside the file",
+				       pl->img->path);
+		memcpy(&w, p, 4);
+		w = (uint32_t)((w & ~mask) | newlen);
+		return cp_plan_add_edit(pl, CP_EDIT_WORD, off, &w, 4, e->cell_va, 0, what);
+	}
+	return patch_imm(pl, e->cell_insn, mask, e->length, newlen, what);
+}
+
+/* The decoder's own checks: stored and decoded lengths as immediates of
+ * the decoding function (LZSS: the output size, its last index, the input
+ * consumed; zlib, bz2, zstd: the input size). */
+static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
+			      uint64_t newstored)
+{
+	uint64_t olds[3], news[3], start, end, a;
+	int nv = 0, i, found = 0;
+
+	if (b->algo == CP_BLOB_NONE)
+		return CP_OK;
+	olds[nv] = b->stored_length;
+	news[nv++] = newstored;
+	if (b->algo == CP_BLOB_LZSS) {
+		olds[nv] = b->length;
+		news[nv++] = newlen;
+		olds[nv] = b->length - 1;
+		news[nv++] = newlen - 1;
+	}
+	if (!cp_image_function(pl->img, b->func, &start, &end))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's decoder was not found", pl->img->path);
+	for (a = start; a < end;) {
+		uint8_t off, size;
+		int64_t v;
+		unsigned len;
+
+		if (cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v)) {
+			for (i = 0; i < nv; i++) {
+				cp_status st;
+
+				if ((uint64_t)v != olds[i] || olds[i] < 16)
+					continue;
+				st = patch_imm(pl, a, 0xffffffffull, olds[i], news[i], "blob length checked by its decoder");
+				if (st)
+					return st;
+				found++;
+			}
+		}
+		len = cp_dis_size(&pl->dis, pl->img, a);
+		a += len ? len : 1;
+	}
+	if (!found)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: no immediate holds the blob's stored length %llu",
+			       pl->img->path, (unsigned long long)b->stored_length);
+	return CP_OK;
+}
+
+static cp_status rebuild(struct planner *pl, int bi)
+{
+	const struct cp_blob *b = blob_of(pl, bi);
+	const struct cp_blob_plan *bp = &pl->blobs[bi];
+	size_t total = 0, k, pos = 0, enclen = 0;
+	uint8_t *data, *enc = NULL;
+	uint64_t to;
+	cp_status st = CP_OK;
+	char what[96];
+
+	for (k = 0; k < b->nentries; k++)
+		total += bp->val[k] ? bp->len[k] : b->entry[k].length;
+	data = malloc(total + 1);
+	if (!data)
+		return cp_plan_oom(pl);
+	for (k = 0; !st && k < b->nentries; k++) {
+		size_t n;
+		const uint8_t *d = current(pl, bi, k, &n);
+
+		memcpy(data + pos, d, n);
+		pos += n;
+		if (n != b->entry[k].length)
+			st = patch_entry_length(pl, b, k, n);
+	}
+	if (!st && cp_blob_encode(b->algo, data, total, &enc, &enclen))
+		st = cp_plan_oom(pl);
+	if (!st && b->algo == CP_BLOB_NONE) { /* a C string: keep its NUL */
+		uint8_t *e2 = realloc(enc, enclen + 1);
+
+		if (!e2)
+			st = cp_plan_oom(pl);
+		else {
+			enc = e2;
+			enc[enclen++] = 0;
+		}
+	}
+	if (!st) {
+		snprintf(what, sizeof(what), "string blob %d (%s, %zu -> %zu bytes decoded)", bi,
+			 cp_blob_algo_name(b->algo), (size_t)b->length, total);
+		to = cp_plan_append(pl, enc, enclen, what);
+		st = to ? cp_plan_redirect_code(pl, b->code, b->vaddr, to, what) : cp_plan_oom(pl);
+	}
+	if (!st)
+		st = patch_totals(pl, b, total, enclen);
+	free(data);
+	free(enc);
+	return st;
+}
+
+cp_status cp_plan_blob_end(struct planner *pl)
+{
+	size_t i;
+	cp_status st = CP_OK;
+
+	for (i = 0; !st && i < pl->scan->nblobs; i++)
+		if (pl->blobs[i].dirty)
+			st = rebuild(pl, (int)i);
+	free_blobs(pl);
+	return st;
+}

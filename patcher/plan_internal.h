@@ -1,0 +1,46 @@
+/*
+ * plan_internal.h - the planner's state, shared by plan.c (literals,
+ * relocations, code operands) and plan_blob.c (Cython 3.2+ string blobs).
+ */
+#ifndef CP_PLAN_INTERNAL_H
+#define CP_PLAN_INTERNAL_H
+
+#include "plan.h"
+
+struct cp_blob_plan;
+
+struct planner {
+	const cp_image *img;
+	const cp_scan *scan;
+	const cp_rules *rules;
+	struct cp_plan *p;
+	cp_dis dis;
+	cp_error *err;
+	uint64_t *done;      /* string addresses already planned */
+	size_t ndone, capdone;
+	struct cp_blob_plan *blobs; /* one per scan blob */
+};
+
+
+cp_status cp_plan_oom(struct planner *pl);
+cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t off,
+			   const void *bytes, uint32_t len, uint64_t site, uint64_t target,
+			   const char *what);
+uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, const char *what);
+cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
+				const char *what);
+bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off);
+
+/* Rewrites every source-layout name in text[0, n) into out (NUL-terminated,
+ * its length in *outlen); returns the replacements made, -1 if out is short. */
+int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char *out, size_t outsz,
+		     size_t *outlen);
+
+/* plan_blob.c */
+cp_status cp_plan_blob_begin(struct planner *pl);
+cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r);
+cp_status cp_plan_blob_from_import(struct planner *pl, const struct cp_ref *r, const char *parent,
+				   const char *leaf);
+cp_status cp_plan_blob_end(struct planner *pl);
+
+#endif

@@ -1,0 +1,19 @@
+/* write.h - replacing a file atomically. */
+#ifndef CP_WRITE_H
+#define CP_WRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "cypatch.h"
+
+/* A new file beside `target` (same directory, so that rename is atomic),
+ * holding data, with mode bits `mode`, flushed to disk. Its path goes to
+ * tmp (size tmpsz). Nothing is left behind on failure. */
+cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mode_t mode,
+			char *tmp, size_t tmpsz, cp_error *err);
+
+/* Renames tmp over target and flushes the directory; unlinks tmp on failure. */
+cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err);
+
+#endif
