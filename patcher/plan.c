@@ -87,10 +87,10 @@ int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char 
 
 	while (i < n) {
 		char repl[512];
-		size_t m = match_at(pl, text, n, i, repl, sizeof(repl));
-		size_t rl = strlen(repl);
+		size_t m = match_at(pl, text, n, i, repl, sizeof(repl)), rl;
 
 		if (m) {
+			rl = strlen(repl);
 			if (o + rl >= outsz)
 				return -1;
 			memcpy(out + o, repl, rl);
@@ -170,12 +170,15 @@ static void place_segment(struct planner *pl)
 }
 
 /* Appends bytes to the new segment; returns their address, 0 on failure. */
-uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, const char *what)
+uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			const char *what)
 {
 	struct cp_plan *p = pl->p;
 	struct cp_chunk *c;
 
 	place_segment(pl);
+	while ((p->seg_vaddr + p->seg_size) % align)
+		p->seg_size++; /* the gap is zero-filled by emit */
 	if (CP_GROW(p->chunks, p->capchunks, p->nchunks + 1))
 		return 0;
 	c = &p->chunks[p->nchunks];
@@ -361,7 +364,7 @@ static cp_status rewrite_literal(struct planner *pl, uint64_t va, uint64_t oldle
 	}
 	snprintf(what, sizeof(what), "%s \"%.60s\" -> \"%.60s\" moved", kind,
 		 (const char *)pl->img->data + off, text);
-	to = cp_plan_append(pl, text, newlen + 1, what);
+	to = cp_plan_append(pl, text, newlen + 1, 1, what);
 	if (!to)
 		return cp_plan_oom(pl);
 	st = redirect_code(pl, va, to, what);
@@ -428,12 +431,54 @@ static cp_status plan_from_import(struct planner *pl, const struct cp_ref *r)
 	return CP_OK;
 }
 
+static size_t components(const char *m)
+{
+	size_t n = 1;
+
+	for (; *m; m++)
+		n += *m == '.';
+	return n;
+}
+
+/*
+ * `import a.b.c` binds "a" and reaches the module through attributes b and
+ * c (Cython 3.2+ also unrolls `import a.b.c as x` that way): the names "b"
+ * and "c" are among the module's Python-level names. When the target has a
+ * different number of components, no rewrite of strings can make that chain
+ * of attribute lookups reach it.
+ */
+static cp_status check_attribute_chain(struct planner *pl, const struct cp_ref *r)
+{
+	const char *t = r->module ? cp_rules_map(pl->rules, r->module, pl->p->target) : NULL;
+	const char *c, *dot;
+
+	if (r->kind != CP_K_PYIMPORT || !t || components(t) == components(r->module))
+		return CP_OK;
+	for (c = strchr(r->module, '.'); c; c = dot) {
+		dot = strchr(c + 1, '.');
+		if (!cp_scan_has_pyname(pl->scan, c + 1, dot ? (size_t)(dot - c - 1) : strlen(c + 1)))
+			return CP_OK;
+	}
+	return cp_fail(pl->err, CP_E_INPUT,
+		       "%s: import %s reaches the module through the attributes of its package "
+		       "(Python-level names %s); %s has %zu components instead of %zu, which strings "
+		       "alone cannot express (%s site at %#llx)",
+		       pl->img->path, r->module, strchr(r->module, '.') + 1, t, components(t),
+		       components(r->module), r->nsites ? cp_site_kind_name(r->sites[0].kind) : "no",
+		       (unsigned long long)(r->nsites ? r->sites[0].addr : 0));
+}
+
 static cp_status plan_ref(struct planner *pl, const struct cp_ref *r)
 {
+	cp_status st;
+
 	if (r->layout < 0 || r->layout == pl->p->target)
 		return CP_OK;
 	if (r->kind == CP_K_FROMIMPORT)
 		return plan_from_import(pl, r);
+	st = check_attribute_chain(pl, r);
+	if (st)
+		return st;
 	if (r->loc.blob >= 0)
 		return cp_plan_blob_ref(pl, r);
 	switch (r->kind) {
@@ -488,10 +533,16 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	if (st)
 		return st;
 	st = cp_plan_blob_begin(&pl);
+	/* from-imports first: they claim the package and name strings that
+	 * other references share */
+	for (i = 0; !st && i < scan->nrefs; i++)
+		if (scan->refs[i].kind == CP_K_FROMIMPORT)
+			st = plan_ref(&pl, &scan->refs[i]);
 	for (i = 0; !st && i < scan->nrefs; i++) {
 		if (scan->refs[i].layout >= 0 && scan->refs[i].layout != target)
 			plan->source = scan->refs[i].layout;
-		st = plan_ref(&pl, &scan->refs[i]);
+		if (scan->refs[i].kind != CP_K_FROMIMPORT)
+			st = plan_ref(&pl, &scan->refs[i]);
 	}
 	if (!st)
 		st = cp_plan_blob_end(&pl);

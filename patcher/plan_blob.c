@@ -8,9 +8,8 @@
  * code, a word of a .rodata template, or the immediate of a call the
  * compiler folded it into), the stored and decoded lengths the decoder
  * checks (immediates of the decoding function), and for an import-signature
- * constant whose signatures grow, the offset of its names (an immediate of
- * its import code). Shrinking signatures keep that offset: the bytes freed
- * at the end of the signatures become NULs that no import reads.
+ * constant whose signatures change length, the offset of its names (an
+ * immediate of its import code).
  */
 #include "plan_internal.h"
 #include "error.h"
@@ -103,8 +102,8 @@ static cp_status set_entry(struct planner *pl, int b, size_t k, const void *byte
 }
 
 /* An import-signature constant (N signatures, then N names): rewrites the
- * signatures and keeps the names where they were when that fits. Returns
- * the new constant in out; *grow is how much further the names moved. */
+ * signatures; *region and *new_region are where the names start before and
+ * after. */
 static cp_status remap_sigconst(struct planner *pl, const uint8_t *d, size_t n, uint8_t *out,
 				size_t cap, size_t *outlen, size_t *region, size_t *new_region)
 {
@@ -127,10 +126,6 @@ static cp_status remap_sigconst(struct planner *pl, const uint8_t *d, size_t n, 
 		k++;
 	}
 	*new_region = o;
-	if (o < *region) { /* pad: the names stay at their offset */
-		memset(out + o, 0, *region - o);
-		o = *region;
-	}
 	if (o + (n - *region) > cap)
 		return cp_fail(pl->err, CP_E_INTERNAL, "%s: a signature constant is too long", pl->img->path);
 	memcpy(out + o, d + *region, n - *region);
@@ -172,7 +167,7 @@ static cp_status move_names(struct planner *pl, uint64_t call, size_t region, si
 
 	if (!call || !cp_image_function(pl->img, call, &start, &end))
 		return cp_fail(pl->err, CP_E_INPUT,
-			       "%s: signatures of a cimported module grow, and its import code was not found",
+			       "%s: signatures of a cimported module change, and its import code was not found",
 			       pl->img->path);
 	for (a = call; a < end && a < call + 512; a += len) {
 		uint8_t off, size;
@@ -188,7 +183,7 @@ static cp_status move_names(struct planner *pl, uint64_t call, size_t region, si
 			break;
 	}
 	return cp_fail(pl->err, CP_E_INPUT,
-		       "%s: signatures of a cimported module grow from %zu to %zu bytes, and no immediate "
+		       "%s: signatures of a cimported module change from %zu to %zu bytes, and no immediate "
 		       "for the names' offset follows its import at %#llx",
 		       pl->img->path, region, new_region, (unsigned long long)call);
 }
@@ -204,7 +199,7 @@ static cp_status plan_sigconst(struct planner *pl, int b, size_t k)
 	if (!out)
 		return cp_plan_oom(pl);
 	st = remap_sigconst(pl, d, n, out, n * 2 + 4096, &outlen, &region, &new_region);
-	if (!st && new_region > region)
+	if (!st && new_region != region)
 		st = move_names(pl, e->import_call, region, new_region);
 	if (!st && (outlen != n || memcmp(out, d, n)))
 		st = set_entry(pl, b, k, out, outlen);
@@ -232,7 +227,7 @@ cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r)
 	if (count < 0)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: a blob entry is too long to rewrite", pl->img->path);
 	if (count == 0)
-		return r->kind == CP_K_PYIMPORT
+		return r->kind == CP_K_PYIMPORT && !pl->blobs[b].val[k]
 			       ? cp_fail(pl->err, CP_E_INPUT,
 					 "%s: the Python-level name \"%s\" (blob entry %ld) names a package of "
 					 "layout %s outside a from-import; strings alone cannot retarget it",
@@ -405,7 +400,8 @@ static cp_status rebuild(struct planner *pl, int bi)
 	if (!st) {
 		snprintf(what, sizeof(what), "string blob %d (%s, %zu -> %zu bytes decoded)", bi,
 			 cp_blob_algo_name(b->algo), (size_t)b->length, total);
-		to = cp_plan_append(pl, enc, enclen, what);
+		/* aligned as the compiler aligns the array it replaces (16, ABI) */
+		to = cp_plan_append(pl, enc, enclen, 16, what);
 		st = to ? cp_plan_redirect_code(pl, b->code, b->vaddr, to, what) : cp_plan_oom(pl);
 	}
 	if (!st)

@@ -26,7 +26,8 @@ cp_status cp_plan_oom(struct planner *pl);
 cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t off,
 			   const void *bytes, uint32_t len, uint64_t site, uint64_t target,
 			   const char *what);
-uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, const char *what);
+uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			const char *what);
 cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
 				const char *what);
 bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off);

@@ -284,6 +284,9 @@ void cp_scan_free(cp_scan *s)
 	}
 	for (i = 0; i < s->nnotes; i++)
 		free(s->notes[i]);
+	for (i = 0; i < s->npynames; i++)
+		free(s->pynames[i]);
+	free(s->pynames);
 	free(s->refs);
 	free(s->blobs);
 	free(s->strs);

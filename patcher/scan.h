@@ -150,6 +150,8 @@ struct cp_scan {
 	cp_dis dis;                /* for describing sites */
 	struct cp_import_block *blocks;
 	size_t nblocks, capblocks;
+	char **pynames;          /* the module's Python-level names (string table or blob) */
+	size_t npynames;
 	char **notes;            /* what the scan could not settle */
 	size_t nnotes, capnotes;
 	unsigned layouts_seen;   /* bit per layout */
@@ -177,6 +179,9 @@ cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);
 /* scan_names.c: `from P import N` of mapped modules, from the module's
  * Python-level names (string table or blob). */
 cp_status cp_scan_from_imports(cp_scan *s, cp_error *err);
+
+/* scan_names.c: whether `name` is one of the module's Python-level names. */
+bool cp_scan_has_pyname(const cp_scan *s, const char *name, size_t len);
 
 /* cython.c: the Cython version from the ABI module name. */
 void cp_cython_version(cp_scan *s);

@@ -234,7 +234,10 @@ static bool next_blob(const cp_scan *s, const struct cp_frame *f, const struct s
 		uint64_t avail = rodata_avail(s->img, f->leas[i]);
 		const uint8_t *p = avail > len ? cp_image_va_bytes(s->img, f->leas[i], avail) : NULL;
 
-		if (p && p[len] == 0 && p[0] != 0) {
+		/* 3.3 keeps it in a static array, which the x86-64 ABI aligns to 16 */
+		bool aligned = (s->cy_major == 3 && s->cy_minor < 3) || f->leas[i] % 16 == 0;
+
+		if (p && p[len] == 0 && p[0] != 0 && aligned) {
 			out->algo = CP_BLOB_NONE;
 			out->va = f->leas[i];
 			out->length = len;
@@ -379,8 +382,11 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 		b->nstr = fit->arr[0].n; /* 3.3: the str array, then bytes ones */
 	else
 		split_single(f, b, (size_t)fit->arr[0].n, fit->ntail > 0);
+	/* str constants are valid UTF-8 and hold no NUL (a split across
+	 * unrelated C strings would) */
 	for (k = 0; k < b->nstr; k++)
-		if (!utf8_valid(b->data + b->entry[k].offset, b->entry[k].length))
+		if (!utf8_valid(b->data + b->entry[k].offset, b->entry[k].length) ||
+		    memchr(b->data + b->entry[k].offset, 0, b->entry[k].length))
 			goto bad;
 	if (!names_module(s, b))
 		goto bad;

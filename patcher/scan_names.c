@@ -205,6 +205,14 @@ cp_status cp_scan_from_imports(cp_scan *s, cp_error *err)
 		free(ns.v);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	}
+	s->pynames = calloc(ns.n ? ns.n : 1, sizeof(char *));
+	for (i = 0; s->pynames && i < ns.n; i++)
+		if ((s->pynames[s->npynames] = cp_strndup(ns.v[i].value, ns.v[i].len)) != NULL)
+			s->npynames++;
+	if (!s->pynames) {
+		free(ns.v);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	}
 	for (pass = 0; pass < 2; pass++)
 		for (i = 0; !st && i < s->rules->nmod; i++)
 			for (k = 0; !st && k < 2; k++)
@@ -212,4 +220,14 @@ cp_status cp_scan_from_imports(cp_scan *s, cp_error *err)
 					    pass == 1, err);
 	free(ns.v);
 	return st;
+}
+
+bool cp_scan_has_pyname(const cp_scan *s, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < s->npynames; i++)
+		if (strlen(s->pynames[i]) == len && !memcmp(s->pynames[i], name, len))
+			return true;
+	return false;
 }

@@ -37,6 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CYTHONS = ["0.29.37", "3.0.12", "3.1.8", "3.2.9", "3.3.1"]
 PROVIDER_CYTHON = "3.1.8"
 CUDA_PYTHON = {"legacy": ("cuda-python", "12.5.0"), "bindings": ("cuda-python", "12.6.2.post1")}
+# The runtime-only environment of cuda-python 13 (no legacy modules at all).
+CUDA_BINDINGS_13 = [("cuda-bindings", "13.0.3"), ("cuda-pathfinder", "1.3.3")]
 CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
 
 NAMES = {
@@ -93,8 +95,9 @@ def ensure_cython(cache, version):
     return target
 
 
-def ensure_wheel(cache, name, version):
-    """Downloads a wheel for this interpreter and unpacks it; returns both."""
+def ensure_wheel(cache, name, version, tree=None):
+    """Downloads a wheel for this interpreter and unpacks it (into tree, or
+    a directory of its own); returns both."""
     wheels = os.path.join(cache, "wheels")
     os.makedirs(wheels, exist_ok=True)
     norm = name.replace("-", "_")
@@ -104,16 +107,16 @@ def ensure_wheel(cache, name, version):
         pip("download", "--no-deps", "--only-binary=:all:", "-d", wheels, "%s==%s" % (name, version))
         found = [w for w in os.listdir(wheels) if w.startswith("%s-%s-" % (norm, version))]
     wheel = os.path.join(wheels, sorted(found)[0])
-    tree = os.path.join(cache, "site", "%s-%s" % (norm, version))
-    if not os.path.exists(os.path.join(tree, ".done")):
-        shutil.rmtree(tree, ignore_errors=True)
+    tree = tree or os.path.join(cache, "site", "%s-%s" % (norm, version))
+    done = os.path.join(tree, ".done-" + norm)
+    if not os.path.exists(done):
         with zipfile.ZipFile(wheel) as z:
             z.extractall(tree)
         for root, _, files in os.walk(tree):  # zipfile drops the mode bits
             for f in files:
                 if f.endswith(".so") or ".so." in f:
                     os.chmod(os.path.join(root, f), 0o755)
-        open(os.path.join(tree, ".done"), "w").close()
+        open(done, "w").close()
     return wheel, tree
 
 
@@ -298,6 +301,9 @@ def main(argv):
     cuda_trees, wheels = {}, {}
     for layout, (name, version) in CUDA_PYTHON.items():
         wheels[layout], cuda_trees[layout] = ensure_wheel(cache, name, version)
+    cuda13 = os.path.join(cache, "site", "cuda_bindings-13")
+    for name, version in CUDA_BINDINGS_13:
+        ensure_wheel(cache, name, version, tree=cuda13)
     foreign = ensure_foreign(cache)
     todo = list(jobs(cache, sites, cuda_trees))
     log("building %d consumers with Cython %s" % (len(todo), ", ".join(CYTHONS)))
@@ -314,6 +320,8 @@ def main(argv):
                 "provider_cython": PROVIDER_CYTHON, "providers": sites, "provider_modules": providers,
                 "cuda_python": {k: {"requirement": "%s==%s" % v, "wheel": wheels[k], "tree": cuda_trees[k]}
                                 for k, v in CUDA_PYTHON.items()},
+                "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13],
+                                     "tree": cuda13},
                 "foreign": foreign, "entries": entries}
     tmp = os.path.join(cache, "manifest.json.tmp")
     with open(tmp, "w") as f:
