@@ -26,12 +26,14 @@ static cp_status no_other_layout(const cp_scan *s, int target, const char *path,
 	return CP_OK;
 }
 
+/* References of a kind that something points at (moved names leave their
+ * old bytes behind, dead). */
 static size_t count_kind(const cp_scan *s, enum cp_ref_kind k)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < s->nrefs; i++)
-		n += s->refs[i].kind == k;
+		n += s->refs[i].kind == k && (s->refs[i].nsites || s->refs[i].loc.blob >= 0);
 	return n;
 }
 
@@ -88,13 +90,12 @@ static bool edited(const struct cp_plan *p, uint64_t off)
 	return lo < p->nedits && p->edits[lo].off <= off;
 }
 
-/* The ELF header's fields that a new segment changes. */
-static bool header_field(size_t off)
+/* The ELF header's fields that a new section changes, and the new space. */
+static bool added(const struct cp_plan *p, size_t off)
 {
-	return (off >= offsetof(Elf64_Ehdr, e_phoff) && off < offsetof(Elf64_Ehdr, e_phoff) + 8) ||
-	       (off >= offsetof(Elf64_Ehdr, e_shoff) && off < offsetof(Elf64_Ehdr, e_shoff) + 8) ||
-	       (off >= offsetof(Elf64_Ehdr, e_phnum) && off < offsetof(Elf64_Ehdr, e_phnum) + 2) ||
-	       (off >= offsetof(Elf64_Ehdr, e_shnum) && off < offsetof(Elf64_Ehdr, e_shnum) + 2);
+	return (off >= offsetof(Elf64_Ehdr, e_shoff) && off < offsetof(Elf64_Ehdr, e_shoff) + 8) ||
+	       (off >= offsetof(Elf64_Ehdr, e_shnum) && off < offsetof(Elf64_Ehdr, e_shnum) + 2) ||
+	       (off >= p->seg_off && off < p->seg_off + p->seg_size);
 }
 
 static cp_status bytes_unchanged(const cp_image *in, const struct cp_plan *p, const uint8_t *out,
@@ -105,7 +106,7 @@ static cp_status bytes_unchanged(const cp_image *in, const struct cp_plan *p, co
 	if (outlen < in->size)
 		return cp_fail(err, CP_E_INTERNAL, "%s: check failed: the output is shorter", path);
 	for (i = 0; i < in->size; i++) {
-		if (in->data[i] == out[i] || edited(p, i) || (p->nchunks && header_field(i)))
+		if (in->data[i] == out[i] || edited(p, i) || (p->nchunks && added(p, i)))
 			continue;
 		return cp_fail(err, CP_E_INTERNAL, "%s: check failed: byte %#zx changed outside the plan",
 			       path, i);

@@ -5,12 +5,10 @@
 #include "plan.h"
 
 /*
- * Copies the input, applies the edits and, when the plan appends data,
- * adds the new PT_LOAD: the program header table moves to its start (with
- * one entry more), a section ".cypatch" covers the data (so that strip and
- * readelf see it), and the section header table and its name table are
- * written anew after it. Bytes of the input outside the edits and the ELF
- * header's table fields stay as they were.
+ * Copies the input and applies the edits and the new space's chunks. With
+ * new space, the section header table is written again after everything,
+ * one entry longer: a section ".cypatch" covers the new space, so that
+ * strip and readelf see it; its name table is copied there with the name.
  */
 cp_status cp_emit(const cp_image *img, const struct cp_plan *plan, uint8_t **out, size_t *outlen,
 		  cp_error *err);

@@ -135,50 +135,16 @@ cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t 
 	return CP_OK;
 }
 
-static uint64_t max_align(const cp_image *img)
-{
-	uint64_t a = 0x1000;
-	size_t i;
-
-	for (i = 0; i < img->nseg; i++)
-		if (img->seg[i].type == PT_LOAD && img->seg[i].align > a)
-			a = img->seg[i].align;
-	return a;
-}
-
-/* The new segment: right after the file (8-aligned), mapped above every
- * existing segment at an address congruent to its offset. */
-static void place_segment(struct planner *pl)
-{
-	struct cp_plan *p = pl->p;
-	uint64_t end = 0, a = max_align(pl->img);
-	size_t i;
-
-	if (p->seg_vaddr)
-		return;
-	for (i = 0; i < pl->img->nseg; i++) {
-		const struct cp_segment *s = &pl->img->seg[i];
-
-		if (s->type == PT_LOAD && s->vaddr + s->memsz > end)
-			end = s->vaddr + s->memsz;
-	}
-	p->seg_align = a;
-	p->seg_off = (pl->img->size + 7) & ~7ull;
-	p->seg_vaddr = ((end + a - 1) & ~(a - 1)) + (p->seg_off % a);
-	p->phdr_size = (pl->img->nseg + 1) * sizeof(Elf64_Phdr);
-	p->seg_size = p->phdr_size;
-}
-
-/* Appends bytes to the new segment; returns their address, 0 on failure. */
+/* Appends bytes to the new space (16-aligned when align is 16); returns
+ * their provisional address, 0 on failure. */
 uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
 			const char *what)
 {
 	struct cp_plan *p = pl->p;
 	struct cp_chunk *c;
 
-	place_segment(pl);
-	while ((p->seg_vaddr + p->seg_size) % align)
-		p->seg_size++; /* the gap is zero-filled by emit */
+	while (p->seg_size % align)
+		p->seg_size++; /* zero-filled by emit */
 	if (CP_GROW(p->chunks, p->capchunks, p->nchunks + 1))
 		return 0;
 	c = &p->chunks[p->nchunks];
@@ -191,7 +157,7 @@ uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsig
 	snprintf(c->what, sizeof(c->what), "%s", what);
 	p->seg_size += len;
 	p->nchunks++;
-	return p->seg_vaddr + c->seg_off;
+	return CP_PROVISIONAL + c->seg_off;
 }
 
 /* --- sites -------------------------------------------------------------- */
@@ -214,12 +180,18 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not reach %#llx "
 			       "as the scan found", pl->img->path, (unsigned long long)addr,
 			       (unsigned long long)from);
-	disp = (int64_t)(to - (addr + size));
-	if (disp < INT32_MIN || disp > INT32_MAX || !cp_plan_file_off(pl, addr + disp_off, 4, &off))
+	if (!cp_plan_file_off(pl, addr + disp_off, 4, &off))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx lies outside the file",
+			       pl->img->path, (unsigned long long)addr);
+	disp = to >= CP_PROVISIONAL ? 0 : (int64_t)(to - (addr + size));
+	if (disp < INT32_MIN || disp > INT32_MAX)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: %#llx cannot reach %#llx with a 32-bit displacement",
 			       pl->img->path, (unsigned long long)addr, (unsigned long long)to);
 	d32 = (int32_t)disp;
-	return cp_plan_add_edit(pl, CP_EDIT_DISP, off, &d32, 4, addr, to, what);
+	if (cp_plan_add_edit(pl, CP_EDIT_DISP, off, &d32, 4, addr, to, what))
+		return pl->err->code;
+	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
+	return CP_OK;
 }
 
 /* Points every relative relocation of `from` at `to` (addend and word). */
@@ -396,8 +368,10 @@ static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 			       pl->img->path, (unsigned long long)r->loc.vaddr);
 	if (n == 0)
 		return CP_OK;
-	if (r->kind == CP_K_STRING && r->nsites == 0 && strlen(text) > strlen(old))
-		return CP_OK; /* unreferenced text that does not fit: left as it is */
+	/* Nothing points at it (a name moved by an earlier run, unused text):
+	 * dead bytes, left as they are, so that a second run has nothing to do. */
+	if (r->nsites == 0)
+		return CP_OK;
 	return rewrite_literal(pl, r->loc.vaddr, strlen(old), text, cp_ref_kind_name(r->kind));
 }
 
@@ -547,6 +521,8 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	if (!st)
 		st = cp_plan_blob_end(&pl);
 	if (!st)
+		st = cp_plan_place(&pl);
+	if (!st)
 		st = check_overlaps(&pl);
 	cp_dis_close(&pl.dis);
 	free(pl.done);
@@ -600,7 +576,9 @@ void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out)
 		fprintf(out, "  [%s]\n", e->what);
 	}
 	if (plan->nchunks)
-		fprintf(out, "  new PT_LOAD (R) at file %#llx, vaddr %#llx, %llu bytes: program headers, then\n",
+		fprintf(out, "  %s at file %#llx, vaddr %#llx, %llu bytes:\n",
+			plan->place == CP_PLACE_GAP ? "new space: the padding after a read-only PT_LOAD"
+						    : "new space: a new PT_LOAD (R) in place of PT_NOTE",
 			(unsigned long long)plan->seg_off, (unsigned long long)plan->seg_vaddr,
 			(unsigned long long)plan->seg_size);
 	for (i = 0; i < plan->nchunks; i++)

@@ -1,12 +1,21 @@
 /*
- * plan.h - what a retarget changes: byte edits and an appended segment.
+ * plan.h - what a retarget changes: byte edits and new read-only space.
  *
  * A plan rewrites every reference a scan found from the source layout to
  * the target layout. A name that fits where it is gets written in place
  * (NUL-padded: these strings are read with strlen or compared with strcmp,
- * and stored lengths are updated with them); a longer one goes into a new
- * read-only PT_LOAD at the end of the file and every site is redirected to
- * it. Existing code and data never move.
+ * and stored lengths are updated with them); a longer one goes into new
+ * read-only space and every site is redirected to it. Existing code and
+ * data never move.
+ *
+ * The new space is, in this order of preference: the padding after a
+ * read-only PT_LOAD, up to the next segment (the segment grows over it); or
+ * a new PT_LOAD at the end of the file that takes the place of PT_NOTE in
+ * the program headers (the notes stay, as sections). Both keep the program
+ * header table where it is, which binutils' strip needs: strip mislays a
+ * PT_LOAD that holds program headers unless it is the first, and refuses a
+ * table outside every segment. Addresses in the new space are provisional
+ * until the whole plan is known (cp_plan_place).
  */
 #ifndef CP_PLAN_H
 #define CP_PLAN_H
@@ -28,9 +37,10 @@ struct cp_edit {
 	enum cp_edit_kind kind;
 	uint64_t off;       /* file offset */
 	uint32_t len;
-	uint8_t bytes[256]; /* the new bytes; len <= 256 */
+	uint8_t bytes[1024]; /* the new bytes; len <= 1024 */
 	uint64_t site;      /* the address concerned (instruction, relocation, string) */
-	uint64_t target;    /* CP_EDIT_DISP: the address the operand must reach */
+	uint64_t target;    /* CP_EDIT_DISP, ADDEND, WORD: the address written */
+	uint64_t site_end;  /* CP_EDIT_DISP: the end of the instruction */
 	char what[200];     /* for --dry-run */
 };
 
@@ -42,16 +52,21 @@ struct cp_chunk {
 	char what[200];
 };
 
+enum cp_place { CP_PLACE_NONE, CP_PLACE_GAP, CP_PLACE_NOTE };
+
+/* Provisional addresses of the new space, until cp_plan_place. */
+#define CP_PROVISIONAL (1ull << 62)
+
 struct cp_plan {
 	int target, source;          /* layout indexes */
 	struct cp_edit *edits;
 	size_t nedits, capedits;
 	struct cp_chunk *chunks;
 	size_t nchunks, capchunks;
-	uint64_t seg_off, seg_vaddr; /* the new segment, when chunks exist */
-	uint64_t seg_align;
-	uint64_t seg_size;           /* program headers + chunks */
-	uint64_t phdr_size;          /* the moved program header table, at the segment's start */
+	enum cp_place place;
+	int phdr_index;              /* the PT_LOAD that grows, or the PT_NOTE it replaces */
+	uint64_t seg_off, seg_vaddr; /* where the chunks go (file, memory) */
+	uint64_t seg_size;           /* the chunks, aligned */
 	size_t nchanged;             /* references rewritten */
 };
 

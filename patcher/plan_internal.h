@@ -37,6 +37,9 @@ bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint6
 int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char *out, size_t outsz,
 		     size_t *outlen);
 
+/* place.c: chooses the new space and resolves provisional addresses. */
+cp_status cp_plan_place(struct planner *pl);
+
 /* plan_blob.c */
 cp_status cp_plan_blob_begin(struct planner *pl);
 cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r);

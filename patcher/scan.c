@@ -242,8 +242,9 @@ cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out,
 		cp_scan_free(s);
 		return st;
 	}
+	/* a literal nothing points at (a moved name's old bytes) binds nothing */
 	for (i = 0; i < s->nrefs; i++)
-		if (s->refs[i].layout >= 0)
+		if (s->refs[i].layout >= 0 && (s->refs[i].nsites || s->refs[i].loc.blob >= 0))
 			s->layouts_seen |= 1u << s->refs[i].layout;
 	s->img = NULL;
 	*out = s;

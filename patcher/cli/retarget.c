@@ -60,6 +60,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	};
 	int c;
 
+	for (c = 1; c < argc; c++)
+		if (!strcmp(argv[c], "--help") || !strcmp(argv[c], "-h")) {
+			fputs(usage, stdout);
+			return -1;
+		}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "t:o:nh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -142,9 +147,9 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 	} else if (!st) {
 		st = write_checked(img, scan, &plan, dest, err);
 		if (!st)
-			printf("%s: %zu references now bind to the %s layout (%zu edits, %llu bytes appended) -> %s\n",
+			printf("%s: %zu references now bind to the %s layout (%zu edits, %llu new bytes) -> %s\n",
 			       o->input, plan.nchanged, o->layout, plan.nedits,
-			       (unsigned long long)(plan.nchunks ? plan.seg_size : 0), dest);
+			       (unsigned long long)plan.seg_size, dest);
 	}
 	cp_plan_free(&plan);
 	cp_scan_free(scan);
