@@ -110,6 +110,15 @@ def test_bindings_build_fails_under_cuda_python_12_5(entry):
 
 @pytest.mark.parametrize("entry", [e for e in REAL if e["layout"] == "legacy"],
                          ids=[e["id"] for e in REAL if e["layout"] == "legacy"])
+def test_legacy_build_fails_under_cuda_bindings_13(entry):
+    """cuda-python 13 removed the legacy modules."""
+    proc = run_module(entry, MANIFEST["cuda_bindings_13"]["tree"], "init")
+    assert proc.returncode != 0
+    assert last_line(proc).startswith("ModuleNotFoundError: No module named 'cuda.cc")
+
+
+@pytest.mark.parametrize("entry", [e for e in REAL if e["layout"] == "legacy"],
+                         ids=[e["id"] for e in REAL if e["layout"] == "legacy"])
 def test_legacy_build_fails_under_the_12_6_trampolines(entry):
     """12.6.2's legacy trampolines forward cuda.ccuda to cuda.bindings.cydriver,
     but a capsule signature over a mangled type (cuGraphicsGLRegisterBuffer's
