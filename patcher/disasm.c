@@ -475,7 +475,7 @@ bool cp_dis_displacement(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t 
 		return false;
 	for (i = 0; i < x->op_count; i++)
 		if (x->operands[i].type == X86_OP_MEM && x->operands[i].mem.base != X86_REG_RIP &&
-		    x->operands[i].mem.base != X86_REG_INVALID) {
+		    (x->operands[i].mem.base != X86_REG_INVALID || x->operands[i].mem.index != X86_REG_INVALID)) {
 			*disp_off = x->encoding.disp_offset;
 			*disp_size = x->encoding.disp_size;
 			*value = x->operands[i].mem.disp;

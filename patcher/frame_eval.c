@@ -506,6 +506,7 @@ static void note_arglen(struct eval *e, const char *name)
 	f->arglens[f->narglens].insn = e->in->address;
 	f->arglens[f->narglens].len = si->v;
 	f->arglens[f->narglens].set = si->origin;
+	f->arglens[f->narglens].ptr_set = di->origin;
 	f->arglens[f->narglens].is_bytes = bytes;
 	f->narglens++;
 }
@@ -731,8 +732,10 @@ static void end_block(struct eval *e)
 {
 	int i;
 
+	/* rsp returns to the body's depth; a frame pointer (rbp = rsp at entry,
+	 * -O0 code) stays what it is for the whole function */
 	for (i = 0; i < NREG; i++)
-		if (i != RSP)
+		if (i != RSP && !(i == RBP && e->reg[RBP].kind == K_FRAME))
 			e->reg[i] = unknown;
 	memset(e->xmm, 0, sizeof(e->xmm));
 	if (e->body_set) {

@@ -59,6 +59,7 @@ struct cp_frame {
 		uint64_t insn;   /* the call */
 		uint64_t len;
 		uint64_t set;    /* the instruction that set the length */
+		uint64_t ptr_set; /* the instruction that set the data pointer */
 		bool is_bytes;
 	} *arglens;
 	size_t narglens, caparglens;

@@ -169,7 +169,7 @@ static cp_status move_names(struct planner *pl, uint64_t call, size_t region, si
 		return cp_fail(pl->err, CP_E_INPUT,
 			       "%s: signatures of a cimported module change, and its import code was not found",
 			       pl->img->path);
-	for (a = call; a < end && a < call + 512; a += len) {
+	for (a = call; a < end && a < call + 4096; a += len) {
 		uint8_t off, size;
 		int64_t v;
 
@@ -361,11 +361,50 @@ static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint6
 	return CP_OK;
 }
 
+/*
+ * A folded entry's data pointer can hold its offset as a constant: from the
+ * blob's start ([r13 + 0x15c]) or from the first folded entry
+ * (lea rdi, [r13 + 0xb3]; add rdi, rbp: clang). The instructions between the
+ * previous folded call and this one that carry the old offset, either way,
+ * get the new one.
+ */
+static cp_status patch_offset(struct planner *pl, const struct cp_blob *b, size_t k, uint64_t newoff,
+			      uint64_t run_old, uint64_t run_new, uint64_t from)
+{
+	const struct cp_blob_entry *e = &b->entry[k];
+	uint64_t a, oldrel = e->offset - run_old, newrel = newoff - run_new;
+	unsigned len;
+	char what[96];
+	cp_status st;
+
+	snprintf(what, sizeof(what), "offset of blob entry %zu: %llu -> %llu", k,
+		 (unsigned long long)e->offset, (unsigned long long)newoff);
+	for (a = from; a < e->call_insn; a += len) {
+		uint8_t off, size;
+		int64_t v;
+
+		if ((cp_dis_displacement(&pl->dis, pl->img, a, &off, &size, &v) ||
+		     cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v)) && v > 0 &&
+		    (uint64_t)v != e->length && ((uint64_t)v == e->offset || (uint64_t)v == oldrel) &&
+		    ((uint64_t)v == e->offset ? newoff : newrel) != (uint64_t)v) {
+			st = patch_field(pl, a, off, size,
+					 (int64_t)((uint64_t)v == e->offset ? newoff : newrel), what);
+			if (st)
+				return st;
+		}
+		len = cp_dis_size(&pl->dis, pl->img, a);
+		if (!len)
+			break;
+	}
+	return CP_OK;
+}
+
 static cp_status rebuild(struct planner *pl, int bi)
 {
 	const struct cp_blob *b = blob_of(pl, bi);
 	const struct cp_blob_plan *bp = &pl->blobs[bi];
 	size_t total = 0, k, pos = 0, enclen = 0;
+	uint64_t run_old = 0, run_new = 0, run_from = 0;
 	uint8_t *data, *enc = NULL;
 	uint64_t to;
 	cp_status st = CP_OK;
@@ -380,9 +419,18 @@ static cp_status rebuild(struct planner *pl, int bi)
 		size_t n;
 		const uint8_t *d = current(pl, bi, k, &n);
 
+		if (b->entry[k].folded) {
+			if (!run_from) {
+				run_old = b->entry[k].offset;
+				run_new = pos;
+			}
+			st = patch_offset(pl, b, k, pos, run_old, run_new,
+					  run_from ? run_from : b->entry[k].call_insn);
+			run_from = b->entry[k].call_insn;
+		}
 		memcpy(data + pos, d, n);
 		pos += n;
-		if (n != b->entry[k].length)
+		if (!st && n != b->entry[k].length)
 			st = patch_entry_length(pl, b, k, n);
 	}
 	if (!st && cp_blob_encode(b->algo, data, total, &enc, &enclen))

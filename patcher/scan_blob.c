@@ -24,10 +24,12 @@
 #define MAX_ENTRIES (1u << 20)
 
 struct cand {
-	int64_t base;
+	uint64_t va;        /* a .rodata array (clang keeps the index there), or 0 */
+	int64_t base;       /* else the frame array's offset */
 	uint64_t n, sum;
 	unsigned bits;      /* the field width */
 	unsigned read_bits; /* the width the cells are known to */
+	bool exact;         /* the count is a loop bound as compared */
 };
 
 struct cands {
@@ -65,16 +67,37 @@ static unsigned bit_length(uint64_t v)
  * the bit-fields with and/or (the bits above are the stack's), the whole
  * word where it copies a template (whose upper bits are zero). Cython sizes
  * the field by the largest length, which gives the width reported. */
-static bool cells_fit(const struct cp_frame *f, int64_t base, uint64_t n, struct cand *c)
+/* Cell i of a candidate array: from the frame as code built it, or from
+ * the file for a .rodata array (whose bits are all known). */
+static bool cand_cell(const cp_image *img, const struct cp_frame *f, const struct cand *c,
+		      size_t i, unsigned bits, uint32_t *out)
+{
+	const uint8_t *p;
+	uint32_t v;
+
+	if (!c->va)
+		return cp_frame_cell(f, c->base, i, bits, out);
+	p = cp_image_va_bytes(img, c->va + 4 * i, 4);
+	if (!p)
+		return false;
+	memcpy(&v, p, 4);
+	*out = bits >= 32 ? v : v & ((1u << bits) - 1);
+	return true;
+}
+
+static bool cells_fit(const cp_image *img, const struct cp_frame *f, uint64_t va, int64_t base,
+		      uint64_t n, struct cand *c)
 {
 	unsigned w;
 
+	c->va = va;
+	c->base = base;
 	for (w = 32; w >= 1; w--) {
 		uint64_t i, sum = 0, max = 0;
 		uint32_t v;
 
 		for (i = 0; i < n; i++) {
-			if (!cp_frame_cell(f, base, (size_t)i, w, &v))
+			if (!cand_cell(img, f, c, (size_t)i, w, &v))
 				break;
 			sum += v;
 			if (v > max)
@@ -84,12 +107,12 @@ static bool cells_fit(const struct cp_frame *f, int64_t base, uint64_t n, struct
 			continue;
 		if (!max)
 			return false;
-		c->base = base;
 		c->n = n;
 		c->sum = sum;
 		c->read_bits = w;
 		c->bits = bit_length(max);
-		return true;
+		/* a .rodata array holds bit-fields: nothing above their width */
+		return !va || max < (1ull << 16);
 	}
 	return false;
 }
@@ -112,31 +135,63 @@ static bool seen_base(const struct cp_frame *f, size_t upto, int64_t base)
 	return false;
 }
 
-/* Candidates: every indexed frame array with every loop bound. */
-static int build_cands(const struct cp_frame *f, struct cands *cs)
+/* The counts a loop bound allows: n and n + 1 (`i <= n - 1`), and the
+ * length of a second loop [x, y). */
+static size_t counts(const struct cp_frame *f, uint64_t *out, bool *exact, size_t max)
 {
-	size_t i, j;
-	int k;
+	size_t j, k, n = 0;
 
-	for (i = 0; i < f->nloads; i++) {
-		int64_t base = f->loads[i].base;
-
-		if (f->loads[i].scale != 4 || seen_base(f, i, base))
-			continue;
-		for (j = 0; j < f->ncmps; j++) {
-			for (k = 0; k <= 1; k++) {
-				uint64_t n = f->cmps[j] + (uint64_t)k;
-				struct cand c;
-
-				if (n == 0 || n > MAX_ENTRIES)
-					continue;
-						if (cells_fit(f, base, n, &c) && push_cand(cs, &c))
-					return -1;
+	for (j = 0; j < f->ncmps && n + 2 <= max; j++) {
+		exact[n] = true;
+		out[n++] = f->cmps[j];
+		exact[n] = false;
+		out[n++] = f->cmps[j] + 1;
+		for (k = 0; k < f->ncmps && n < max; k++)
+			if (f->cmps[j] > f->cmps[k]) {
+				exact[n] = false;
+				out[n++] = f->cmps[j] - f->cmps[k];
 			}
-		}
+	}
+	return n;
+}
+
+static int try_counts(const cp_image *img, const struct cp_frame *f, uint64_t va, int64_t base,
+		      const uint64_t *ns, const bool *exact, size_t nn, struct cands *cs)
+{
+	size_t j;
+
+	for (j = 0; j < nn; j++) {
+		struct cand c;
+
+		if (ns[j] == 0 || ns[j] > MAX_ENTRIES)
+			continue;
+		if (!cells_fit(img, f, va, base, ns[j], &c))
+			continue;
+		c.exact = exact[j];
+		if (push_cand(cs, &c))
+			return -1;
 	}
 	return 0;
 }
+
+/* Candidates: every indexed frame array, and every .rodata array the
+ * function loads, with every count its loop bounds allow. */
+static int build_cands(const cp_image *img, const struct cp_frame *f, struct cands *cs)
+{
+	uint64_t ns[512];
+	bool exact[512];
+	size_t nn = counts(f, ns, exact, sizeof(ns) / sizeof(ns[0])), i;
+
+	for (i = 0; i < f->nloads; i++)
+		if (f->loads[i].scale == 4 && !seen_base(f, i, f->loads[i].base) &&
+		    try_counts(img, f, 0, f->loads[i].base, ns, exact, nn, cs))
+			return -1;
+	for (i = 0; i < f->nleas; i++)
+		if (f->leas[i] % 4 == 0 && try_counts(img, f, f->leas[i], 0, ns, exact, nn, cs))
+			return -1;
+	return 0;
+}
+
 
 static enum cp_blob_algo magic_algo(const uint8_t *p, size_t n)
 {
@@ -283,8 +338,8 @@ static bool utf8_valid(const uint8_t *p, uint64_t n)
  * entries up to the smaller bound, bytes entries from there to the array's
  * end. When the bytes loop was folded into calls (a tail), the array holds
  * str entries only. Otherwise the str bound is the largest loop bound in the
- * array's upper half whose entries are all valid UTF-8 (modules have far
- * fewer bytes constants than str ones). */
+ * array's upper half below which every entry is valid UTF-8 without NUL
+ * (modules have far fewer bytes constants than str ones). */
 static bool utf8_valid(const uint8_t *p, uint64_t n);
 
 static void split_single(const struct cp_frame *f, struct cp_blob *b, size_t narr, bool tail)
@@ -292,12 +347,14 @@ static void split_single(const struct cp_frame *f, struct cp_blob *b, size_t nar
 	size_t j, k, best = narr;
 	bool found = false;
 
-	for (j = 0; !tail && j < f->ncmps; j++) {
-		size_t cand = (size_t)f->cmps[j];
+	for (j = 0; !tail && j < 2 * f->ncmps; j++) {
+		/* the bound as compared: `i < n`, or `i <= n - 1` unoptimised */
+		size_t cand = (size_t)f->cmps[j / 2] + j % 2;
 		bool ok = cand > narr / 2 && cand < narr && (!found || cand > best);
 
 		for (k = 0; ok && k < cand; k++)
-			ok = utf8_valid(b->data + b->entry[k].offset, b->entry[k].length);
+			ok = utf8_valid(b->data + b->entry[k].offset, b->entry[k].length) &&
+			     !memchr(b->data + b->entry[k].offset, 0, b->entry[k].length);
 		if (ok) {
 			best = cand;
 			found = true;
@@ -349,12 +406,14 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 			uint32_t len;
 
 			e->cell = (uint64_t)(fit->arr[a].base + (int64_t)(4 * i));
-			if (!cp_frame_cell(f, fit->arr[a].base, (size_t)i, fit->arr[a].read_bits, &len) ||
+			if (!cand_cell(s->img, f, &fit->arr[a], (size_t)i, fit->arr[a].read_bits, &len) ||
 			    len > fit->blob.length - pos)
 				goto bad;
 			e->offset = pos;
 			e->length = len;
-			if (cp_frame_src_at(f, fit->arr[a].base, (size_t)i)) {
+			if (fit->arr[a].va) {
+				e->cell_va = fit->arr[a].va + 4 * i;
+			} else if (cp_frame_src_at(f, fit->arr[a].base, (size_t)i)) {
 				e->cell_insn = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->insn;
 				e->cell_va = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->va;
 			}
@@ -371,6 +430,8 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 		e->length = fit->tail[i].len;
 		e->is_bytes = fit->tail[i].is_bytes;
 		e->cell_insn = fit->tail[i].set;
+		e->ptr_insn = fit->tail[i].ptr_set;
+		e->call_insn = fit->tail[i].insn;
 		e->folded = true;
 		pos += e->length;
 	}
@@ -408,7 +469,8 @@ bad:
 /* How much a fit says: a decoded stream beats an LZSS stream whose lengths
  * are immediates, which beats a plain literal that merely ends in a NUL;
  * then two arrays (3.3) over one, then a fit whose entry count is a loop
- * bound too, then the fit that explains more entries and more bytes. */
+ * bound too, then one whose arrays' counts are loop bounds as compared,
+ * then the fit that explains more entries and more bytes. */
 static uint64_t score(const struct cp_frame *f, const struct fit *fit, uint64_t len)
 {
 	uint64_t rank = fit->blob.algo == CP_BLOB_NONE ? 1 : fit->blob.algo == CP_BLOB_LZSS ? 2 : 3;
@@ -422,6 +484,7 @@ static uint64_t score(const struct cp_frame *f, const struct fit *fit, uint64_t 
 	if (len > 0xffffff)
 		len = 0xffffff;
 	return rank << 60 | (uint64_t)(fit->narr == 2) << 59 | (uint64_t)cp_frame_has_imm(f, n) << 58 |
+	       (uint64_t)(fit->arr[0].exact && (fit->narr < 2 || fit->arr[1].exact)) << 57 |
 	       n << 24 | len;
 }
 
@@ -449,37 +512,35 @@ static void consider(const cp_scan *s, const struct cp_frame *f, const struct st
 	}
 }
 
-/* The constant-length decoding calls after the decode loop starts: the
- * entries whose one-iteration loop the compiler folded. */
-static size_t folded_tail(const struct cp_frame *f, struct cp_frame_arglen *out, size_t max)
+/* The constant-length decoding calls: entries whose loop the compiler
+ * folded into calls (GCC: a one-entry loop; clang: the whole bytes loop,
+ * unrolled). */
+static size_t folded_calls(const struct cp_frame *f, struct cp_frame_arglen *out, size_t max)
 {
-	uint64_t loop = UINT64_MAX;
 	size_t i, n = 0;
 
-	for (i = 0; i < f->nloads; i++)
-		if (f->loads[i].scale == 4 && f->loads[i].insn < loop)
-			loop = f->loads[i].insn;
 	for (i = 0; i < f->narglens && n < max; i++)
-		if (f->arglens[i].len && f->arglens[i].insn > loop)
+		if (f->arglens[i].len)
 			out[n++] = f->arglens[i];
 	return n;
 }
 
-/* A fit as it is, and with the folded entries appended. */
+/* A fit as it is, and with each run of consecutive folded calls appended. */
 static void consider_tails(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
 			   size_t nst, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
 {
-	struct cp_frame_arglen tail[8];
-	size_t n = folded_tail(f, tail, 8), k;
+	struct cp_frame_arglen calls[16];
+	size_t n = folded_calls(f, calls, 16), from, k;
 
 	fit->tail = NULL;
 	fit->ntail = 0;
 	consider(s, f, st, nst, fit, best, best_score);
-	for (k = 1; k <= n; k++) {
-		fit->tail = tail;
-		fit->ntail = k;
-		consider(s, f, st, nst, fit, best, best_score);
-	}
+	for (from = 0; from < n; from++)
+		for (k = 1; from + k <= n; k++) {
+			fit->tail = calls + from;
+			fit->ntail = k;
+			consider(s, f, st, nst, fit, best, best_score);
+		}
 }
 
 /* Tries every fit of one function, keeping the best: two arrays (3.3) and
@@ -497,7 +558,7 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
 		fit.narr = 2;
 		for (i = 0; i < cs->n; i++)
 			for (j = 0; j < cs->n; j++) {
-				if (cs->v[i].base == cs->v[j].base)
+				if (cs->v[i].base == cs->v[j].base && cs->v[i].va == cs->v[j].va)
 					continue;
 				fit.arr[0] = cs->v[i];
 				fit.arr[1] = cs->v[j];
@@ -524,7 +585,7 @@ static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, cp_erro
 
 	if (rc)
 		return rc;
-	if (build_cands(&f, &cs) || find_streams(s->img, &f, &st, &nst)) {
+	if (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &nst)) {
 		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	} else if (search(s, &f, &cs, st, nst, &b)) {
 		b.func = start;
