@@ -253,6 +253,23 @@ static bool track_move(struct walk *w, const cs_insn *in, bool has_rip, uint64_t
 		set(w, d, CP_V_LOAD, target, in->address);
 		return true;
 	}
+	/* mov r, [r2 + disp] with r2 an address (unoptimised code reaches the
+	 * module state as lea rax, [rip + state]; mov rax, [rax + off]) */
+	if (src->type == X86_OP_MEM && dst->size == 8 && src->mem.index == X86_REG_INVALID &&
+	    cp_reg64(src->mem.base) >= 0 && w->reg[cp_reg64(src->mem.base)].kind == CP_V_ADDR) {
+		struct cp_code_ref r;
+		uint64_t t = w->reg[cp_reg64(src->mem.base)].v + (uint64_t)src->mem.disp;
+
+		memset(&r, 0, sizeof(r));
+		r.addr = in->address;
+		r.size = (uint8_t)in->size;
+		r.target = t;
+		r.kind = CP_REF_LOAD;
+		if (w->v->on_ref)
+			w->v->on_ref(w->v->ctx, &r);
+		set(w, d, CP_V_LOAD, t, in->address);
+		return true;
+	}
 	return false;
 }
 

@@ -153,8 +153,8 @@ static cp_status patch_field(struct planner *pl, uint64_t insn, uint8_t off, uin
 
 	if ((size != 1 && size != 4) || !fits_imm(newv, size) || !cp_plan_file_off(pl, insn + off, size, &foff))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: %lld does not fit the %u-byte field of the "
-			       "instruction at %#llx", pl->img->path, (long long)newv, size,
-			       (unsigned long long)insn);
+			       "instruction at %#llx (%s); re-encoding it would move code",
+			       pl->img->path, (long long)newv, size, (unsigned long long)insn, what);
 	memcpy(bytes, &newv, size);
 	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }

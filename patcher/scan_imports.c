@@ -140,6 +140,22 @@ static cp_status add_capsule_import(cp_scan *s, const char *module, const struct
 	return cp_scan_add_import(s, module, n, g, slot, &loc, sites, 2, err);
 }
 
+/* An inlined type import names module and class together in its error
+ * paths ("%.200s.%.200s is not a type object", "... size changed"): a call
+ * within a few after the lookup whose arguments hold both, in that order. */
+static bool names_both(const cp_scan *s, size_t at, uint64_t module_va, uint64_t class_va)
+{
+	size_t i;
+	int k;
+
+	for (i = at + 1; i < s->ncalls && i <= at + 8; i++)
+		for (k = 0; k < 5; k++)
+			if (s->calls[i].arg[k].kind == CP_V_ADDR && s->calls[i].arg[k].v == module_va &&
+			    s->calls[i].arg[k + 1].kind == CP_V_ADDR && s->calls[i].arg[k + 1].v == class_va)
+				return true;
+	return false;
+}
+
 static cp_status add_type_import(cp_scan *s, const char *module, const struct cp_val *cls,
 				 int64_t size, cp_error *err)
 {
@@ -217,6 +233,7 @@ static cp_status helper_call(cp_scan *s, const char *module, const struct cp_sca
 cp_status cp_scan_imports(cp_scan *s, cp_error *err)
 {
 	const char *module = NULL;
+	uint64_t module_va = 0;
 	const struct cp_val *pending = NULL;
 	bool after_import = false;
 	size_t i;
@@ -229,13 +246,15 @@ cp_status cp_scan_imports(cp_scan *s, cp_error *err)
 			struct cp_string *str = c->arg[0].kind == CP_V_ADDR ? cp_scan_string_at(s, c->arg[0].v) : NULL;
 
 			module = cstr(s, &c->arg[0]);
+			module_va = c->arg[0].kind == CP_V_ADDR ? c->arg[0].v : 0;
 			if (str)
 				str->roles |= 1u << CP_K_CIMPORT;
 			after_import = true;
 			pending = NULL;
 			continue;
 		}
-		if (named(c, "PyObject_GetAttrString") && after_import)
+		if (named(c, "PyObject_GetAttrString") && after_import && c->arg[1].kind == CP_V_ADDR &&
+		    names_both(s, i, module_va, c->arg[1].v))
 			st = add_type_import(s, module, &c->arg[1],
 					     c->arg[1].kind == CP_V_ADDR ? inlined_type_size(s, i, c->arg[1].v) : -1,
 					     err);

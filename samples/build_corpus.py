@@ -152,9 +152,12 @@ def ensure_foreign(cache):
     return out
 
 
-def compile_cmds(c_file, so_file, includes, defines=()):
+def compile_cmds(c_file, so_file, includes, defines=(), flags=None):
     cc = shlex.split(sysconfig.get_config_var("CC"))
     cflags = shlex.split(sysconfig.get_config_var("CFLAGS") or "")
+    if flags:  # a compiler variant: its own compiler and optimisation flags
+        cc = [flags[0]]
+        cflags = [f for f in cflags if not f.startswith("-O")] + flags[1:]
     ccshared = shlex.split(sysconfig.get_config_var("CCSHARED") or "")
     ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
     obj = c_file[:-2] + ".o"
@@ -165,7 +168,7 @@ def compile_cmds(c_file, so_file, includes, defines=()):
 
 
 def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key,
-                          defines=()):
+                          defines=(), flags=None):
     """Runs Cython on cwd/pyx_rel and compiles the C into so, unless so was
     built from the same key. Returns an error text, or None."""
     stamp = so[:-len(EXT)] + ".key"
@@ -178,7 +181,7 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     rc, out = run(args + [pyx_rel, "-o", c_rel], cwd=cwd, env=env)
     if rc:
         return "Cython cannot compile it: %s" % last_error(out)
-    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes), defines):
+    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes), defines, flags):
         rc, out = run(cmd, cwd=cwd)
         if rc:
             return "the C compiler failed: %s" % last_error(out)
@@ -187,17 +190,17 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     return None
 
 
-def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=()):
+def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=(), flags=None):
     """Cythonizes and compiles source (text) as top-level module `name` in
     out_dir. Returns (so_path, c_path, None) or (None, None, reason)."""
     os.makedirs(out_dir, exist_ok=True)
     so = os.path.join(out_dir, name + EXT)
     with open(os.path.join(out_dir, name + ".pyx"), "w") as f:
         f.write(source)
-    key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), sys.version,
-                 sysconfig.get_config_var("CFLAGS") or "")
+    key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), repr(flags),
+                 sys.version, sysconfig.get_config_var("CFLAGS") or "")
     err = cythonize_and_compile(out_dir, name + ".pyx", name + ".c", so, ensure_cython(cache, cython),
-                                includes, c_includes, key, defines)
+                                includes, c_includes, key, defines, flags)
     if err:
         return None, None, "Cython %s: %s" % (cython, err)
     return so, os.path.join(out_dir, name + ".c"), None
@@ -278,6 +281,19 @@ def jobs(cache, sites, cuda_trees):
                            dict(out_dir=out, name="cimports", source=src, cython=cy,
                                 includes=[sites[layout]],
                                 defines=["CYTHON_COMPRESS_STRINGS=%d" % value]))
+            # compiler variants: what real pipelines also produce
+            cc = sysconfig.get_config_var("CC").split()[0]
+            variants = [("O0", [cc, "-O0"]), ("Os", [cc, "-Os"]), ("noplt", [cc, "-O2", "-fno-plt"])]
+            if shutil.which("clang"):
+                variants.append(("clang", ["clang", "-O2"]))
+            src = substitute(open(os.path.join(HERE, "consumers", "cimports.pyx.in")).read(), layout)
+            for tag, flags in variants:
+                out = os.path.join(cache, "consumers", cy, layout, tag)
+                yield ({"id": "%s/%s/cimports-%s" % (cy, layout, tag), "kind": "corpus",
+                        "cython": cy, "layout": layout, "module": "cimports", "variant": tag,
+                        "provider_site": sites[layout]},
+                       dict(out_dir=out, name="cimports", source=src, cython=cy,
+                            includes=[sites[layout]], flags=flags))
             real = substitute(open(os.path.join(HERE, "realcuda", "rmm_like.pyx.in")).read(), layout)
             out = os.path.join(cache, "realcuda", cy, layout)
             yield ({"id": "%s/%s/rmm_like" % (cy, layout), "kind": "realcuda", "cython": cy,

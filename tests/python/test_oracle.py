@@ -10,7 +10,7 @@ BUILT = [e for e in ENTRIES if not e["skipped"]]
 
 @pytest.mark.parametrize("entry", BUILT, ids=[e["id"] for e in BUILT])
 def test_show_matches_generated_c(entry):
-    exp = expected(entry["c"], RULES)
+    exp = expected(entry["c"], RULES, entry["so"])
     doc = show_json(entry["so"])
     got = reported(doc)
     assert exp, "the oracle found nothing: the corpus entry references no mapped module"

@@ -22,6 +22,10 @@ def expressible(e):
     package attributes (and Cython 3.0+ keeps them for `import a.b.c as x`);
     `from cuda import cuda` has one string for package and name. Both need
     the next issue's import stubs; everything else must work."""
+    if e.get("variant") == "O0" and e["cython"] >= "3.2" and e["layout"] == "legacy":
+        # unoptimised code adds the names' offset in an 8-bit immediate
+        # (add rax, 0x74), which the longer bindings signatures outgrow
+        return False
     if e["module"] in ("cimports", "rmm_like"):
         return True
     if e["module"] == "pyfrom":
@@ -136,7 +140,7 @@ def test_inexpressible_rewrites_are_refused_and_nothing_is_written(entry, tmp_pa
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % entry["so"])
-    assert "strings alone cannot" in lines[0]
+    assert "strings alone cannot" in lines[0] or "re-encoding it would move code" in lines[0]
     assert not dest.exists() and os.listdir(tmp_path) == []
     assert digest(entry["so"]) == before
 
