@@ -6,12 +6,11 @@
 
 #include <jansson.h>
 
-static json_t *location(const cp_scan *s, const struct cp_loc *l)
+static json_t *location(const struct cp_loc *l)
 {
 	if (l->blob >= 0)
 		return json_pack("{s:i, s:I, s:I}", "blob", l->blob, "offset", (json_int_t)l->offset,
 				 "length", (json_int_t)l->length);
-	(void)s;
 	return json_pack("{s:s?, s:I, s:I, s:I}", "section", l->section, "vaddr",
 			 (json_int_t)l->vaddr, "offset", (json_int_t)l->offset, "length",
 			 (json_int_t)l->length);
@@ -38,7 +37,7 @@ static json_t *reference(const cp_scan *s, const struct cp_ref *r)
 	const char *layout = r->layout >= 0 ? s->rules->layout[r->layout] : NULL;
 	json_t *o = json_pack("{s:s, s:s?, s:s?, s:s?, s:o}", "kind", cp_ref_kind_name(r->kind),
 			      "layout", layout, "module", r->module, "value", r->value,
-			      "location", location(s, &r->loc));
+			      "location", location(&r->loc));
 	json_t *sites = json_array();
 	size_t i;
 

@@ -189,7 +189,6 @@ static uint64_t table_length_field(const cp_scan *s, uint64_t where, uint64_t le
 cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 {
 	size_t i, j;
-	cp_status st;
 
 	for (i = 0; i < s->img->nrel; i++) {
 		const struct cp_reloc *r = &s->img->rel[i];
@@ -227,6 +226,5 @@ cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 			str->sites[str->nsites++] = site;
 		}
 	}
-	st = CP_OK;
-	return st;
+	return CP_OK;
 }
