@@ -233,9 +233,8 @@ static cp_status redirect_code(struct planner *pl, uint64_t from, uint64_t to, c
 	return CP_OK;
 }
 
-/* Stored lengths of the string: Cython's string-table entries keep the
- * length with the NUL right after the pointer (0.29, 3.0: Py_ssize_t;
- * 3.1: unsigned short). */
+/* Stored lengths of the string (Cython's string-table entries keep one
+ * after the pointer: cp_scan_table_length). */
 static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen, uint64_t newlen,
 				const char *what)
 {
@@ -244,21 +243,14 @@ static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen
 
 	for (i = 0; i < pl->img->nrel; i++) {
 		const struct cp_reloc *r = &pl->img->rel[i];
-		const uint8_t *q;
-		uint64_t off, n64 = 0, v = newlen + 1;
-		uint16_t n16 = 0;
+		uint64_t at, off, v = newlen + 1;
+		unsigned width;
 
 		if (r->type != R_X86_64_RELATIVE || (uint64_t)r->addend != va ||
-		    !cp_plan_file_off(pl, r->offset + 8, 8, &off) || !(q = cp_image_bytes(pl->img, off, 8)))
+		    !(width = cp_scan_table_length(pl->scan, pl->img, r->offset, oldlen, &at)) ||
+		    !cp_plan_file_off(pl, at, width, &off))
 			continue;
-		memcpy(&n64, q, 8);
-		memcpy(&n16, q, 2);
-		if (n64 == oldlen + 1)
-			st = cp_plan_add_edit(pl, CP_EDIT_LENGTH, off, &v, 8, r->offset + 8, 0, what);
-		else if (pl->scan->cy_major == 3 && pl->scan->cy_minor == 1 && n16 == oldlen + 1)
-			st = cp_plan_add_edit(pl, CP_EDIT_LENGTH, off, &v, 2, r->offset + 8, 0, what);
-		else
-			continue;
+		st = cp_plan_add_edit(pl, CP_EDIT_LENGTH, off, &v, width, at, 0, what);
 		if (st)
 			return st;
 	}

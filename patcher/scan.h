@@ -191,6 +191,13 @@ void cp_cython_version(cp_scan *s);
 /* scan_code.c: the code references to exactly va, as [*first, *first+n). */
 size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first);
 
+/* scan_code.c: the length a Cython string-table entry stores right after
+ * its pointer at `where`, for a string of len bytes (with the NUL): 8 bytes
+ * (0.29, 3.0: Py_ssize_t) or 2 (3.1: unsigned short). Returns the width and
+ * sets *at to its address, or returns 0 when the entry holds no such length. */
+unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t where, uint64_t len,
+			      uint64_t *at);
+
 /* scan_code.c: a code site for the instruction at addr. */
 void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site);
 

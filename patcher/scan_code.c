@@ -168,11 +168,10 @@ void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site)
 	cp_dis_describe(&s->dis, s->img, addr, site->text, sizeof(site->text));
 }
 
-/* Cython's string tables store a pointer and then the length with the NUL:
- * 0.29 and 3.0 as Py_ssize_t right after the pointer, 3.1 as unsigned short. */
-static uint64_t table_length_field(const cp_scan *s, uint64_t where, uint64_t len)
+unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t where, uint64_t len,
+			      uint64_t *at)
 {
-	const uint8_t *p = cp_image_va_bytes(s->img, where + 8, 8);
+	const uint8_t *p = cp_image_va_bytes(img, where + 8, 8);
 	uint64_t q;
 	uint16_t h;
 
@@ -180,8 +179,11 @@ static uint64_t table_length_field(const cp_scan *s, uint64_t where, uint64_t le
 		return 0;
 	memcpy(&q, p, 8);
 	memcpy(&h, p, 2);
-	if (q == len + 1 || (s->cy_major == 3 && s->cy_minor == 1 && h == len + 1))
-		return where + 8;
+	*at = where + 8;
+	if (q == len + 1)
+		return 8;
+	if (s->cy_major == 3 && s->cy_minor == 1 && h == len + 1)
+		return 2;
 	return 0;
 }
 
@@ -203,7 +205,8 @@ cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 				continue;
 			memset(&site, 0, sizeof(site));
 			site.addr = r->offset;
-			site.len_addr = table_length_field(s, r->offset, str->len);
+			if (!cp_scan_table_length(s, s->img, r->offset, str->len, &site.len_addr))
+				site.len_addr = 0;
 			site.kind = site.len_addr ? CP_SITE_TABLE : CP_SITE_RELOC;
 			snprintf(site.text, sizeof(site.text), "R_X86_64_RELATIVE at %#llx%s",
 				 (unsigned long long)r->offset,

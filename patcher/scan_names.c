@@ -69,22 +69,14 @@ static int table_names(cp_scan *s, struct names *ns)
 	for (i = 0; i < s->img->nrel; i++) {
 		const struct cp_reloc *r = &s->img->rel[i];
 		const char *p;
-		const uint8_t *q;
-		uint64_t n64 = 0;
-		uint16_t n16 = 0;
 		struct cp_site site;
 
-		if (r->type != R_X86_64_RELATIVE || !(p = cp_image_cstring(s->img, (uint64_t)r->addend, 4096)) ||
-		    !(q = cp_image_va_bytes(s->img, r->offset + 8, 8)))
-			continue;
-		memcpy(&n64, q, 8);
-		memcpy(&n16, q, 2);
-		if (n64 != strlen(p) + 1 && !(s->cy_minor == 1 && n16 == strlen(p) + 1))
-			continue;
 		memset(&site, 0, sizeof(site));
+		if (r->type != R_X86_64_RELATIVE || !(p = cp_image_cstring(s->img, (uint64_t)r->addend, 4096)) ||
+		    !cp_scan_table_length(s, s->img, r->offset, strlen(p), &site.len_addr))
+			continue;
 		site.kind = CP_SITE_TABLE;
 		site.addr = r->offset;
-		site.len_addr = r->offset + 8;
 		snprintf(site.text, sizeof(site.text), "R_X86_64_RELATIVE at %#llx (string table entry, length follows)",
 			 (unsigned long long)r->offset);
 		if (literal_name(s, ns, (uint64_t)r->addend, &site))
