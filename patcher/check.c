@@ -17,8 +17,7 @@ static cp_status no_other_layout(const cp_scan *s, int target, const char *path,
 	for (i = 0; i < s->nrefs; i++) {
 		const struct cp_ref *r = &s->refs[i];
 
-		/* a literal nothing points at any more is dead data, not a reference */
-		if (r->layout < 0 || r->layout == target || (r->loc.blob < 0 && !r->nsites))
+		if (r->layout < 0 || r->layout == target || !cp_ref_is_live(r))
 			continue;
 		return cp_fail(err, CP_E_INPUT, "%s: check failed: the output still holds %s \"%s\" of layout %s",
 			       path, cp_ref_kind_name(r->kind), r->value, s->rules->layout[r->layout]);
@@ -26,14 +25,13 @@ static cp_status no_other_layout(const cp_scan *s, int target, const char *path,
 	return CP_OK;
 }
 
-/* References of a kind that something points at (moved names leave their
- * old bytes behind, dead). */
+/* Live references of a kind. */
 static size_t count_kind(const cp_scan *s, enum cp_ref_kind k)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < s->nrefs; i++)
-		n += s->refs[i].kind == k && (s->refs[i].nsites || s->refs[i].loc.blob >= 0);
+		n += s->refs[i].kind == k && cp_ref_is_live(&s->refs[i]);
 	return n;
 }
 

@@ -360,9 +360,9 @@ static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 			       pl->img->path, (unsigned long long)r->loc.vaddr);
 	if (n == 0)
 		return CP_OK;
-	/* Nothing points at it (a name moved by an earlier run, unused text):
-	 * dead bytes, left as they are, so that a second run has nothing to do. */
-	if (r->nsites == 0)
+	/* dead bytes (a name moved by an earlier run, unused text) stay as they
+	 * are, so that a second run has nothing to do */
+	if (!cp_ref_is_live(r))
 		return CP_OK;
 	return rewrite_literal(pl, r->loc.vaddr, strlen(old), text, cp_ref_kind_name(r->kind));
 }

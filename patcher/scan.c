@@ -14,6 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool cp_ref_is_live(const struct cp_ref *r)
+{
+	return r->nsites > 0 || r->loc.blob >= 0;
+}
+
 struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va)
 {
 	size_t i;
@@ -242,9 +247,8 @@ cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out,
 		cp_scan_free(s);
 		return st;
 	}
-	/* a literal nothing points at (a moved name's old bytes) binds nothing */
 	for (i = 0; i < s->nrefs; i++)
-		if (s->refs[i].layout >= 0 && (s->refs[i].nsites || s->refs[i].loc.blob >= 0))
+		if (s->refs[i].layout >= 0 && cp_ref_is_live(&s->refs[i]))
 			s->layouts_seen |= 1u << s->refs[i].layout;
 	s->img = NULL;
 	*out = s;

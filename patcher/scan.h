@@ -210,6 +210,10 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 			     const char *sig, uint64_t slot, const struct cp_loc *loc,
 			     const uint64_t *site_addrs, size_t nsites, cp_error *err);
 
+/* scan.c: whether something points at the reference (a moved name leaves
+ * its old literal behind, with no site: dead bytes, not a reference). */
+bool cp_ref_is_live(const struct cp_ref *r);
+
 /* scan.c: helpers shared by the parts. */
 struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va);
 struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err);
