@@ -106,7 +106,6 @@ static cp_status place_in_gap(struct planner *pl, bool *done)
 	if (best < 0)
 		return CP_OK;
 	p->place = CP_PLACE_GAP;
-	p->phdr_index = best;
 	size = p->seg_off + p->seg_size - phdr(pl->img, (size_t)best).p_offset;
 	*done = true;
 	return cp_plan_add_edit(pl, CP_EDIT_WORD, phoff(pl->img) + (size_t)best * sizeof(Elf64_Phdr) +
@@ -145,7 +144,6 @@ static cp_status place_in_note(struct planner *pl)
 			       "and there is no PT_NOTE entry to make a new segment of",
 			       pl->img->path, (unsigned long long)p->seg_size);
 	p->place = CP_PLACE_NOTE;
-	p->phdr_index = note;
 	p->seg_off = (pl->img->size + 15) & ~15ull;
 	p->seg_vaddr = ((end + align - 1) & ~(align - 1)) + (p->seg_off % align);
 	for (i = 0; i < n; i++) {

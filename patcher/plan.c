@@ -489,7 +489,6 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	memset(plan, 0, sizeof(*plan));
 	memset(&pl, 0, sizeof(pl));
 	plan->target = target;
-	plan->source = -1;
 	pl.img = img;
 	pl.scan = scan;
 	pl.rules = scan->rules;
@@ -509,8 +508,6 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		if (scan->refs[i].kind == CP_K_FROMIMPORT)
 			st = plan_ref(&pl, &scan->refs[i]);
 	for (i = 0; !st && i < scan->nrefs; i++) {
-		if (scan->refs[i].layout >= 0 && scan->refs[i].layout != target)
-			plan->source = scan->refs[i].layout;
 		if (scan->refs[i].kind != CP_K_FROMIMPORT)
 			st = plan_ref(&pl, &scan->refs[i]);
 	}

@@ -58,13 +58,12 @@ enum cp_place { CP_PLACE_NONE, CP_PLACE_GAP, CP_PLACE_NOTE };
 #define CP_PROVISIONAL (1ull << 62)
 
 struct cp_plan {
-	int target, source;          /* layout indexes */
+	int target;                  /* layout index */
 	struct cp_edit *edits;
 	size_t nedits, capedits;
 	struct cp_chunk *chunks;
 	size_t nchunks, capchunks;
 	enum cp_place place;
-	int phdr_index;              /* the PT_LOAD that grows, or the PT_NOTE it replaces */
 	uint64_t seg_off, seg_vaddr; /* where the chunks go (file, memory) */
 	uint64_t seg_size;           /* the chunks, aligned */
 	size_t nchanged;             /* references rewritten */
