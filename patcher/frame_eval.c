@@ -83,7 +83,7 @@ static struct aval mem_read(struct eval *e, int64_t off, unsigned size)
 }
 
 static void mem_write_bytes(struct eval *e, int64_t off, const uint8_t *v, const uint8_t *k,
-			    unsigned len, uint64_t va, int imm_off, uint64_t insn)
+			    unsigned len, uint64_t va, uint64_t insn)
 {
 	size_t idx;
 	unsigned i;
@@ -95,7 +95,6 @@ static void mem_write_bytes(struct eval *e, int64_t off, const uint8_t *v, const
 		e->f->known[idx + i] = k[i];
 		e->f->src[idx + i].insn = insn ? insn : e->in ? e->in->address : 0;
 		e->f->src[idx + i].va = va ? va + i : 0;
-		e->f->src[idx + i].imm_off = imm_off > 0 ? (uint8_t)(imm_off + (int)i) : 0;
 	}
 }
 
@@ -112,14 +111,14 @@ static void mem_write(struct eval *e, int64_t off, unsigned size, struct aval a,
 	}
 	/* a register's value keeps the instruction that made it (the `or eax,
 	 * imm` of a bit-field store), so the cell points at its immediate */
-	mem_write_bytes(e, off, v, k, size, 0, imm_off, imm_off ? 0 : a.origin);
+	mem_write_bytes(e, off, v, k, size, 0, imm_off ? 0 : a.origin);
 }
 
 static void mem_forget(struct eval *e, int64_t off, unsigned size)
 {
 	static const uint8_t zero[32];
 
-	mem_write_bytes(e, off, zero, zero, size > 32 ? 32 : size, 0, 0, 0);
+	mem_write_bytes(e, off, zero, zero, size > 32 ? 32 : size, 0, 0);
 }
 
 /* Copies len bytes of the file at va into the frame (template copies). */
@@ -135,7 +134,7 @@ static void mem_copy_in(struct eval *e, int64_t off, uint64_t va, uint64_t len)
 	for (done = 0; done < len; done += sizeof(ones)) {
 		unsigned n = len - done < sizeof(ones) ? (unsigned)(len - done) : sizeof(ones);
 
-		mem_write_bytes(e, off + (int64_t)done, p + done, ones, n, va + done, 0, 0);
+		mem_write_bytes(e, off + (int64_t)done, p + done, ones, n, va + done, 0);
 	}
 }
 
@@ -151,7 +150,7 @@ static void mem_fill(struct eval *e, int64_t off, uint8_t byte, uint64_t len)
 	for (done = 0; done < len; done += sizeof(v)) {
 		unsigned n = len - done < sizeof(v) ? (unsigned)(len - done) : sizeof(v);
 
-		mem_write_bytes(e, off + (int64_t)done, v, ones, n, 0, 0, 0);
+		mem_write_bytes(e, off + (int64_t)done, v, ones, n, 0, 0);
 	}
 }
 
@@ -585,7 +584,7 @@ static bool do_vector(struct eval *e, const cs_x86 *x)
 	}
 	if (si >= 0 && d->type == X86_OP_MEM) {
 		if (frame_addr(e, &d->mem, &off))
-			mem_write_bytes(e, off, e->xmm[si].v, e->xmm[si].known, 16, 0, 0, 0);
+			mem_write_bytes(e, off, e->xmm[si].v, e->xmm[si].known, 16, 0, 0);
 		return true;
 	}
 	return false;

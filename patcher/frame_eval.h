@@ -22,7 +22,6 @@
 struct cp_frame_src {
 	uint64_t insn;   /* address of the instruction that wrote it */
 	uint64_t va;     /* for template copies: the source address, else 0 */
-	uint8_t imm_off; /* for immediate stores: offset of the immediate byte in the instruction + 1, else 0 */
 };
 
 struct cp_frame_load {

@@ -73,7 +73,6 @@ struct cp_ref {
 struct cp_blob_entry {
 	uint64_t offset, length;
 	bool is_bytes;
-	uint64_t cell;      /* frame offset of its index cell */
 	uint64_t cell_insn; /* the instruction that wrote the cell */
 	uint64_t cell_va;   /* the template word it was copied from, or 0 */
 	bool folded;        /* no cell: the length is an immediate of a call */

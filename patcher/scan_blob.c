@@ -405,7 +405,6 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 			struct cp_blob_entry *e = &b->entry[k];
 			uint32_t len;
 
-			e->cell = (uint64_t)(fit->arr[a].base + (int64_t)(4 * i));
 			if (!cand_cell(s->img, f, &fit->arr[a], (size_t)i, fit->arr[a].read_bits, &len) ||
 			    len > fit->blob.length - pos)
 				goto bad;
