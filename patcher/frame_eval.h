@@ -20,7 +20,8 @@
 
 /* Where a frame byte's value came from. */
 struct cp_frame_src {
-	uint64_t insn;   /* address of the instruction that wrote it */
+	uint64_t insn;   /* the instruction that made its value: the store of an
+			  * immediate, or what set the register stored (or eax, imm) */
 	uint64_t va;     /* for template copies: the source address, else 0 */
 };
 
