@@ -50,6 +50,18 @@ static cp_status counterparts(const cp_scan *a, const cp_scan *b, const char *pa
 	return CP_OK;
 }
 
+static cp_status reaches(cp_dis *d, const cp_image *out, uint64_t addr, uint64_t want, cp_error *err)
+{
+	uint64_t target;
+
+	if (cp_dis_reaches(d, out, addr, &target) && target == want)
+		return CP_OK;
+	return cp_fail(err, CP_E_INTERNAL, "%s: check failed: the instruction at %#llx does not reach %#llx",
+		       out->path, (unsigned long long)addr, (unsigned long long)want);
+}
+
+/* Every redirected operand, rewritten branch and new thunk instruction
+ * decodes to the address planned. */
 static cp_status operands_decode(const cp_image *out, const struct cp_plan *p, cp_error *err)
 {
 	cp_dis d;
@@ -58,16 +70,12 @@ static cp_status operands_decode(const cp_image *out, const struct cp_plan *p, c
 
 	for (i = 0; !st && i < p->nedits; i++) {
 		const struct cp_edit *e = &p->edits[i];
-		uint8_t off, size;
-		uint64_t target;
 
-		if (e->kind != CP_EDIT_DISP)
-			continue;
-		if (!cp_dis_rip_operand(&d, out, e->site, &off, &size, &target) || target != e->target)
-			st = cp_fail(err, CP_E_INTERNAL, "%s: check failed: the instruction at %#llx does not "
-				     "reach %#llx", out->path, (unsigned long long)e->site,
-				     (unsigned long long)e->target);
+		if (e->kind == CP_EDIT_DISP || e->kind == CP_EDIT_BRANCH)
+			st = reaches(&d, out, e->site, e->target, err);
 	}
+	for (i = 0; !st && i < p->nexpects; i++)
+		st = reaches(&d, out, p->expects[i].addr, p->expects[i].target, err);
 	cp_dis_close(&d);
 	return st;
 }
@@ -91,9 +99,15 @@ static bool edited(const struct cp_plan *p, uint64_t off)
 /* The ELF header's fields that a new section changes, and the new space. */
 static bool added(const struct cp_plan *p, size_t off)
 {
-	return (off >= offsetof(Elf64_Ehdr, e_shoff) && off < offsetof(Elf64_Ehdr, e_shoff) + 8) ||
-	       (off >= offsetof(Elf64_Ehdr, e_shnum) && off < offsetof(Elf64_Ehdr, e_shnum) + 2) ||
-	       (off >= p->seg_off && off < p->seg_off + p->seg_size);
+	size_t k;
+
+	if ((off >= offsetof(Elf64_Ehdr, e_shoff) && off < offsetof(Elf64_Ehdr, e_shoff) + 8) ||
+	    (off >= offsetof(Elf64_Ehdr, e_shnum) && off < offsetof(Elf64_Ehdr, e_shnum) + 2))
+		return true;
+	for (k = 0; k < CP_NSPACES; k++)
+		if (off >= p->space[k].seg_off && off < p->space[k].seg_off + p->space[k].size)
+			return true;
+	return false;
 }
 
 static cp_status bytes_unchanged(const cp_image *in, const struct cp_plan *p, const uint8_t *out,
@@ -104,7 +118,7 @@ static cp_status bytes_unchanged(const cp_image *in, const struct cp_plan *p, co
 	if (outlen < in->size)
 		return cp_fail(err, CP_E_INTERNAL, "%s: check failed: the output is shorter", path);
 	for (i = 0; i < in->size; i++) {
-		if (in->data[i] == out[i] || edited(p, i) || (p->nchunks && added(p, i)))
+		if (in->data[i] == out[i] || edited(p, i) || (cp_plan_new_bytes(p) && added(p, i)))
 			continue;
 		return cp_fail(err, CP_E_INTERNAL, "%s: check failed: byte %#zx changed outside the plan",
 			       path, i);
@@ -125,8 +139,10 @@ cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_p
 		st = operands_decode(img, plan, err);
 	if (!st)
 		st = cp_scan_run(img, in_scan->rules, &scan, err);
-	if (!st)
+	if (!st && plan->target >= 0)
 		st = no_other_layout(scan, plan->target, in->path, err);
+	if (!st && plan->target < 0 && !scan->fallback)
+		st = cp_fail(err, CP_E_INTERNAL, "%s: check failed: the output has no fallback context", in->path);
 	if (!st)
 		st = counterparts(in_scan, scan, in->path, err);
 	cp_scan_free(scan);

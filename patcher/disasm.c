@@ -208,7 +208,7 @@ static void on_jmp(struct walk *w, const cs_insn *in)
 	const char *name;
 
 	branch_target(w, in, &target, &name);
-	if (name && cp_image_plt_name(w->img, target))
+	if (name && (!target || cp_image_plt_name(w->img, target)))
 		emit_call(w, in, target, name);
 	end_block(w);
 }
@@ -456,6 +456,22 @@ bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *
 	*disp_off = d->insn->detail->x86.encoding.disp_offset;
 	*size = (uint8_t)d->insn->size;
 	return true;
+}
+
+bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *target)
+{
+	const cs_x86 *x;
+	int opi;
+
+	if (!decode_at(d, img, addr))
+		return false;
+	x = &d->insn->detail->x86;
+	if ((d->insn->id == X86_INS_CALL || d->insn->id == X86_INS_JMP) && x->op_count == 1 &&
+	    x->operands[0].type == X86_OP_IMM) {
+		*target = (uint64_t)x->operands[0].imm;
+		return true;
+	}
+	return rip_target(d->insn, target, &opi);
 }
 
 bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,

@@ -68,6 +68,10 @@ int cp_reg64(x86_reg reg);
 bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
 			uint8_t *size, uint64_t *target);
 
+/* Where the instruction at addr reaches: a direct call's or jmp's target,
+ * or its RIP-relative operand's address; false when neither. */
+bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *target);
+
 /* Where the immediate of the instruction at addr sits, its size in bytes
  * (1, 2 or 4) and its value; false when it has none. */
 bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,

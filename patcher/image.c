@@ -56,6 +56,8 @@ cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
 	if (!st)
 		st = cp_relocs_read(img, err);
 	if (!st)
+		st = cp_fallback_read(img, err);
+	if (!st)
 		st = cp_functions_read(img, err);
 	if (st) {
 		cp_image_close(img);

@@ -51,6 +51,13 @@ struct cp_import_slot {
 	const char *name;
 };
 
+/* A context of cypatch's fallback stubs found in the file. */
+struct cp_fallback_view {
+	bool present;
+	uint64_t ctx_va;
+	char layout[2][32];  /* built against, accepted besides */
+};
+
 struct cp_image {
 	char *path;
 	const uint8_t *data;
@@ -73,6 +80,7 @@ struct cp_image {
 	size_t nstrings, capstrings;
 	char **dynnames;         /* .dynsym names by index (into file bytes) */
 	size_t ndynnames;
+	struct cp_fallback_view fallback;
 };
 
 /* validate.c: checks the headers and tables before any parser reads them. */
@@ -83,6 +91,13 @@ cp_status cp_lief_read(cp_image *img, cp_error *err);
 
 /* relocs.c: dynamic relocations, dynamic symbol names, GOT and PLT maps. */
 cp_status cp_relocs_read(cp_image *img, cp_error *err);
+
+/* fallback_view.c: a fallback stub context, whose entry thunks then count
+ * as PLT entries of the functions they stand for. */
+cp_status cp_fallback_read(cp_image *img, cp_error *err);
+
+/* The name of fallback stub API i (enum cp_fb_api). */
+const char *cp_fallback_api_name(int i);
 
 /* functions.c: function start addresses from .eh_frame_hdr and symbols. */
 cp_status cp_functions_read(cp_image *img, cp_error *err);

@@ -54,15 +54,16 @@ static bool free_bytes(const cp_image *img, uint64_t off, uint64_t len)
 	return true;
 }
 
-/* The room after read-only PT_LOAD i: up to the next segment in the file
- * and in memory, from a 16-aligned start. */
-static uint64_t room_after(const cp_image *img, size_t i, uint64_t *start_off, uint64_t *start_va)
+/* The room after PT_LOAD i when its flags are `flags`: up to the next
+ * segment in the file and in memory, from a 16-aligned start. */
+static uint64_t room_after(const cp_image *img, size_t i, uint32_t flags, uint64_t *start_off,
+			   uint64_t *start_va)
 {
 	Elf64_Phdr s = phdr(img, i);
 	uint64_t next_off = UINT64_MAX, next_va = UINT64_MAX, room;
 	size_t k, n = phnum(img);
 
-	if (s.p_type != PT_LOAD || s.p_flags != PF_R || s.p_filesz != s.p_memsz)
+	if (s.p_type != PT_LOAD || s.p_flags != flags || s.p_filesz != s.p_memsz)
 		return 0;
 	*start_off = (s.p_offset + s.p_filesz + 15) & ~15ull;
 	*start_va = s.p_vaddr + (*start_off - s.p_offset);
@@ -85,48 +86,82 @@ static uint64_t room_after(const cp_image *img, size_t i, uint64_t *start_off, u
 	return room;
 }
 
-static cp_status place_in_gap(struct planner *pl, bool *done)
+/* A PT_LOAD that grows over the padding after it. */
+struct growth {
+	int phdr;       /* -1: none */
+	uint64_t size;  /* its new filesz and memsz */
+};
+
+/* The space goes into the padding after a PT_LOAD of its own flags. */
+static void place_in_gap(struct planner *pl, enum cp_space_kind kind, struct growth *g)
 {
-	struct cp_plan *p = pl->p;
-	uint64_t best_room = 0, off, va, size;
+	struct cp_space *sp = &pl->p->space[kind];
+	uint64_t best_room = 0, off, va;
 	size_t i, n = phnum(pl->img);
-	int best = -1;
 
-	*done = false;
+	g->phdr = -1;
 	for (i = 0; i < n; i++) {
-		uint64_t room = room_after(pl->img, i, &off, &va);
+		uint64_t room = room_after(pl->img, i, sp->flags, &off, &va);
 
-		if (room >= p->seg_size && room > best_room && free_bytes(pl->img, off, p->seg_size)) {
-			best = (int)i;
+		if (room >= sp->size && room > best_room && free_bytes(pl->img, off, sp->size)) {
+			g->phdr = (int)i;
 			best_room = room;
-			p->seg_off = off;
-			p->seg_vaddr = va;
+			sp->seg_off = off;
+			sp->seg_vaddr = va;
 		}
 	}
-	if (best < 0)
-		return CP_OK;
-	p->place = CP_PLACE_GAP;
-	size = p->seg_off + p->seg_size - phdr(pl->img, (size_t)best).p_offset;
-	*done = true;
-	return cp_plan_add_edit(pl, CP_EDIT_WORD, phoff(pl->img) + (size_t)best * sizeof(Elf64_Phdr) +
-				offsetof(Elf64_Phdr, p_filesz), &size, 8, 0, 0, "read-only PT_LOAD grows (filesz)") ||
-	       cp_plan_add_edit(pl, CP_EDIT_WORD, phoff(pl->img) + (size_t)best * sizeof(Elf64_Phdr) +
-				offsetof(Elf64_Phdr, p_memsz), &size, 8, 0, 0, "read-only PT_LOAD grows (memsz)")
-		       ? pl->err->code : CP_OK;
+	if (g->phdr < 0)
+		return;
+	sp->place = CP_PLACE_GAP;
+	g->size = sp->seg_off + sp->size - phdr(pl->img, (size_t)g->phdr).p_offset;
 }
 
-/* A new PT_LOAD at the end of the file, in PT_NOTE's entry; the table is
- * rewritten so that the PT_LOADs stay sorted. */
-static cp_status place_in_note(struct planner *pl)
+/* Program header i as the plan leaves it: grown over padding. */
+static Elf64_Phdr grown(const cp_image *img, size_t i, const struct growth g[CP_NSPACES])
+{
+	Elf64_Phdr ph = phdr(img, i);
+	size_t k;
+
+	for (k = 0; k < CP_NSPACES; k++)
+		if (g[k].phdr == (int)i)
+			ph.p_filesz = ph.p_memsz = g[k].size;
+	return ph;
+}
+
+static const char *const grow_what[CP_NSPACES] = {
+	"read-only PT_LOAD grows over its padding (filesz, memsz)",
+	"executable PT_LOAD grows over its padding (filesz, memsz)",
+};
+
+static cp_status add_growths(struct planner *pl, const struct growth g[CP_NSPACES])
+{
+	size_t k;
+
+	for (k = 0; k < CP_NSPACES; k++) {
+		uint64_t sizes[2] = { g[k].size, g[k].size };
+
+		if (g[k].phdr >= 0 &&
+		    cp_plan_add_edit(pl, CP_EDIT_WORD, phoff(pl->img) + (size_t)g[k].phdr * sizeof(Elf64_Phdr) +
+				     offsetof(Elf64_Phdr, p_filesz), sizes, 16, 0, 0, grow_what[k]))
+			return pl->err->code;
+	}
+	return CP_OK;
+}
+
+/* A new PT_LOAD at the end of the file, in PT_NOTE's entry, for the spaces
+ * no padding took (code first, then data; R+X when it holds code). The
+ * table is rewritten, with the growths, so that the PT_LOADs stay sorted. */
+static cp_status place_in_note(struct planner *pl, const struct growth g[CP_NSPACES])
 {
 	struct cp_plan *p = pl->p;
-	size_t i, n = phnum(pl->img), o = 0, last_load = 0;
-	uint64_t end = 0, align = 0x1000;
+	size_t i, k, n = phnum(pl->img), o = 0, last_load = 0;
+	uint64_t end = 0, align = 0x1000, off, va, total = 0;
+	uint32_t flags = 0;
 	Elf64_Phdr table[18];
 	int note = -1;
 
 	for (i = 0; i < n; i++) {
-		Elf64_Phdr ph = phdr(pl->img, i);
+		Elf64_Phdr ph = grown(pl->img, i, g);
 
 		if (ph.p_type == PT_NOTE && note < 0)
 			note = (int)i;
@@ -140,24 +175,43 @@ static cp_status place_in_note(struct planner *pl)
 	}
 	if (note < 0 || n > sizeof(table) / sizeof(table[0]))
 		return cp_fail(pl->err, CP_E_INPUT,
-			       "%s: no room for %llu new bytes: no read-only segment has that much padding "
+			       "%s: no room for %llu new bytes: no segment has that much padding "
 			       "and there is no PT_NOTE entry to make a new segment of",
-			       pl->img->path, (unsigned long long)p->seg_size);
-	p->place = CP_PLACE_NOTE;
-	p->seg_off = (pl->img->size + 15) & ~15ull;
-	p->seg_vaddr = ((end + align - 1) & ~(align - 1)) + (p->seg_off % align);
+			       pl->img->path, (unsigned long long)cp_plan_new_bytes(p));
+	off = (pl->img->size + 15) & ~15ull;
+	va = ((end + align - 1) & ~(align - 1)) + (off % align);
+	for (k = CP_NSPACES; k-- > 0;) { /* code first */
+		struct cp_space *sp = &p->space[k];
+
+		if (!sp->nchunks || sp->place != CP_PLACE_NONE)
+			continue;
+		total = (total + 15) & ~15ull;
+		sp->place = CP_PLACE_NOTE;
+		sp->seg_off = off + total;
+		sp->seg_vaddr = va + total;
+		total += sp->size;
+		flags |= sp->flags;
+	}
 	for (i = 0; i < n; i++) {
 		if ((int)i != note)
-			table[o++] = phdr(pl->img, i);
+			table[o++] = grown(pl->img, i, g);
 		if (i == last_load) {
-			Elf64_Phdr ph = { PT_LOAD, PF_R, p->seg_off, p->seg_vaddr, p->seg_vaddr,
-					  p->seg_size, p->seg_size, align };
+			Elf64_Phdr ph = { PT_LOAD, flags, off, va, va, total, total, align };
 
 			table[o++] = ph;
 		}
 	}
 	return cp_plan_add_edit(pl, CP_EDIT_WORD, phoff(pl->img), table, (uint32_t)(n * sizeof(Elf64_Phdr)),
-				0, 0, "program headers: PT_NOTE gives its entry to a new read-only PT_LOAD");
+				0, 0, flags & PF_X ? "program headers: PT_NOTE gives its entry to a new R+X PT_LOAD"
+						   : "program headers: PT_NOTE gives its entry to a new read-only PT_LOAD");
+}
+
+/* The real address of a provisional one. */
+static uint64_t real_address(const struct cp_plan *p, uint64_t t)
+{
+	if (t >= CP_PROVISIONAL)
+		return p->space[CP_SPACE_DATA].seg_vaddr + (t - CP_PROVISIONAL);
+	return p->space[CP_SPACE_CODE].seg_vaddr + (t - CP_PROVISIONAL_CODE);
 }
 
 /* Provisional addresses become real: displacements, addends, words. */
@@ -170,11 +224,11 @@ static cp_status resolve(struct planner *pl)
 		struct cp_edit *e = &p->edits[i];
 		uint64_t real;
 
-		if (e->target < CP_PROVISIONAL)
+		if (e->target < CP_PROVISIONAL_CODE)
 			continue;
-		real = p->seg_vaddr + (e->target - CP_PROVISIONAL);
+		real = real_address(p, e->target);
 		e->target = real;
-		if (e->kind == CP_EDIT_DISP) {
+		if (e->kind == CP_EDIT_DISP || e->kind == CP_EDIT_BRANCH) {
 			int64_t disp = (int64_t)(real - e->site_end);
 			int32_t d32 = (int32_t)disp;
 
@@ -182,7 +236,7 @@ static cp_status resolve(struct planner *pl)
 				return cp_fail(pl->err, CP_E_INPUT,
 					       "%s: %#llx cannot reach the new space at %#llx with a 32-bit displacement",
 					       pl->img->path, (unsigned long long)e->site, (unsigned long long)real);
-			memcpy(e->bytes, &d32, 4);
+			memcpy(e->bytes + e->disp_at, &d32, 4);
 		} else {
 			memcpy(e->bytes, &real, 8);
 		}
@@ -192,13 +246,26 @@ static cp_status resolve(struct planner *pl)
 
 cp_status cp_plan_place(struct planner *pl)
 {
-	bool done;
+	struct cp_plan *p = pl->p;
+	struct growth g[CP_NSPACES];
+	bool note = false;
 	cp_status st;
+	size_t k;
 
-	if (!pl->p->nchunks)
-		return CP_OK;
-	st = place_in_gap(pl, &done);
-	if (!st && !done)
-		st = place_in_note(pl);
+	p->space[CP_SPACE_DATA].flags = PF_R;
+	p->space[CP_SPACE_CODE].flags = PF_R | PF_X;
+	for (k = 0; k < CP_NSPACES; k++) {
+		g[k].phdr = -1;
+		if (p->space[k].nchunks)
+			place_in_gap(pl, (enum cp_space_kind)k, &g[k]);
+		note = note || (p->space[k].nchunks && p->space[k].place == CP_PLACE_NONE);
+	}
+	st = note ? place_in_note(pl, g) : add_growths(pl, g);
 	return st ? st : resolve(pl);
+}
+
+/* The real address of provisional address t, once placed. */
+uint64_t cp_plan_real_address(const struct cp_plan *p, uint64_t t)
+{
+	return t >= CP_PROVISIONAL_CODE ? real_address(p, t) : t;
 }

@@ -135,29 +135,57 @@ cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t 
 	return CP_OK;
 }
 
-/* Appends bytes to the new space (16-aligned when align is 16); returns
- * their provisional address, 0 on failure. */
-uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
-			const char *what)
+/* Appends bytes to new space of a kind (aligned to align); returns their
+ * provisional address, 0 on failure. */
+static uint64_t append(struct planner *pl, enum cp_space_kind kind, const void *bytes, size_t len,
+		       unsigned align, const char *what)
 {
-	struct cp_plan *p = pl->p;
+	struct cp_space *sp = &pl->p->space[kind];
 	struct cp_chunk *c;
 
-	while (p->seg_size % align)
-		p->seg_size++; /* zero-filled by emit */
-	if (CP_GROW(p->chunks, p->capchunks, p->nchunks + 1))
+	while (sp->size % align)
+		sp->size++; /* zero-filled by emit */
+	if (CP_GROW(sp->chunks, sp->capchunks, sp->nchunks + 1))
 		return 0;
-	c = &p->chunks[p->nchunks];
+	c = &sp->chunks[sp->nchunks];
 	c->bytes = malloc(len ? len : 1);
 	if (!c->bytes)
 		return 0;
 	memcpy(c->bytes, bytes, len);
 	c->len = (uint32_t)len;
-	c->seg_off = p->seg_size;
+	c->seg_off = sp->size;
 	snprintf(c->what, sizeof(c->what), "%s", what);
-	p->seg_size += len;
-	p->nchunks++;
-	return CP_PROVISIONAL + c->seg_off;
+	sp->size += len;
+	sp->nchunks++;
+	return (kind == CP_SPACE_CODE ? CP_PROVISIONAL_CODE : CP_PROVISIONAL) + c->seg_off;
+}
+
+uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			const char *what)
+{
+	return append(pl, CP_SPACE_DATA, bytes, len, align, what);
+}
+
+uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			     const char *what)
+{
+	return append(pl, CP_SPACE_CODE, bytes, len, align, what);
+}
+
+cp_status cp_plan_expect(struct planner *pl, uint64_t addr, uint64_t target)
+{
+	struct cp_plan *p = pl->p;
+
+	if (CP_GROW(p->expects, p->capexpects, p->nexpects + 1))
+		return cp_plan_oom(pl);
+	p->expects[p->nexpects].addr = addr;
+	p->expects[p->nexpects++].target = target;
+	return CP_OK;
+}
+
+uint64_t cp_plan_new_bytes(const struct cp_plan *plan)
+{
+	return plan->space[CP_SPACE_DATA].size + plan->space[CP_SPACE_CODE].size;
 }
 
 /* --- sites -------------------------------------------------------------- */
@@ -183,7 +211,7 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 	if (!cp_plan_file_off(pl, addr + disp_off, 4, &off))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx lies outside the file",
 			       pl->img->path, (unsigned long long)addr);
-	disp = to >= CP_PROVISIONAL ? 0 : (int64_t)(to - (addr + size));
+	disp = to >= CP_PROVISIONAL_CODE ? 0 : (int64_t)(to - (addr + size));
 	if (disp < INT32_MIN || disp > INT32_MAX)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: %#llx cannot reach %#llx with a 32-bit displacement",
 			       pl->img->path, (unsigned long long)addr, (unsigned long long)to);
@@ -464,7 +492,7 @@ static int by_off(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static cp_status check_overlaps(struct planner *pl)
+cp_status cp_plan_check_overlaps(struct planner *pl)
 {
 	struct cp_plan *p = pl->p;
 	size_t i;
@@ -516,7 +544,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	if (!st)
 		st = cp_plan_place(&pl);
 	if (!st)
-		st = check_overlaps(&pl);
+		st = cp_plan_check_overlaps(&pl);
 	cp_dis_close(&pl.dis);
 	free(pl.done);
 	if (st)
@@ -526,12 +554,15 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 
 void cp_plan_free(struct cp_plan *plan)
 {
-	size_t i;
+	size_t i, k;
 
-	for (i = 0; i < plan->nchunks; i++)
-		free(plan->chunks[i].bytes);
-	free(plan->chunks);
+	for (k = 0; k < CP_NSPACES; k++) {
+		for (i = 0; i < plan->space[k].nchunks; i++)
+			free(plan->space[k].chunks[i].bytes);
+		free(plan->space[k].chunks);
+	}
 	free(plan->edits);
+	free(plan->expects);
 	memset(plan, 0, sizeof(*plan));
 }
 
@@ -547,14 +578,32 @@ static void hex(FILE *out, const uint8_t *p, size_t n)
 
 static const char *edit_kind_name(enum cp_edit_kind k)
 {
-	static const char *const names[] = { "string", "length", "disp32", "addend", "word", "imm" };
+	static const char *const names[] = { "string", "length", "disp32", "addend", "word", "imm",
+					     "branch" };
 
 	return names[k];
 }
 
-void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out)
+static void print_space(const struct cp_space *sp, size_t kind, FILE *out)
 {
 	size_t i;
+
+	if (!sp->nchunks)
+		return;
+	fprintf(out, "  new %s: %s at file %#llx, vaddr %#llx, %llu bytes:\n",
+		kind == CP_SPACE_CODE ? "code" : "read-only data",
+		sp->place == CP_PLACE_GAP ? "the padding after its kind of PT_LOAD"
+					  : "a new PT_LOAD in place of PT_NOTE",
+		(unsigned long long)sp->seg_off, (unsigned long long)sp->seg_vaddr,
+		(unsigned long long)sp->size);
+	for (i = 0; i < sp->nchunks; i++)
+		fprintf(out, "    +%#llx %u bytes  [%s]\n", (unsigned long long)sp->chunks[i].seg_off,
+			sp->chunks[i].len, sp->chunks[i].what);
+}
+
+void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out)
+{
+	size_t i, k;
 
 	for (i = 0; i < plan->nedits; i++) {
 		const struct cp_edit *e = &plan->edits[i];
@@ -568,13 +617,6 @@ void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out)
 		hex(out, e->bytes, e->len);
 		fprintf(out, "  [%s]\n", e->what);
 	}
-	if (plan->nchunks)
-		fprintf(out, "  %s at file %#llx, vaddr %#llx, %llu bytes:\n",
-			plan->place == CP_PLACE_GAP ? "new space: the padding after a read-only PT_LOAD"
-						    : "new space: a new PT_LOAD (R) in place of PT_NOTE",
-			(unsigned long long)plan->seg_off, (unsigned long long)plan->seg_vaddr,
-			(unsigned long long)plan->seg_size);
-	for (i = 0; i < plan->nchunks; i++)
-		fprintf(out, "    +%#llx %u bytes  [%s]\n", (unsigned long long)plan->chunks[i].seg_off,
-			plan->chunks[i].len, plan->chunks[i].what);
+	for (k = 0; k < CP_NSPACES; k++)
+		print_space(&plan->space[k], k, out);
 }

@@ -28,6 +28,8 @@ cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t 
 			   const char *what);
 uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
 			const char *what);
+uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			     const char *what);
 cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
 				const char *what);
 bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off);
@@ -39,6 +41,11 @@ int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char 
 
 /* place.c: chooses the new space and resolves provisional addresses. */
 cp_status cp_plan_place(struct planner *pl);
+/* Sorts the edits by offset; fails when two overlap. */
+cp_status cp_plan_check_overlaps(struct planner *pl);
+/* The check will decode the instruction at addr: it must reach target. */
+cp_status cp_plan_expect(struct planner *pl, uint64_t addr, uint64_t target);
+uint64_t cp_plan_real_address(const struct cp_plan *p, uint64_t t);
 
 /* plan_blob.c */
 cp_status cp_plan_blob_begin(struct planner *pl);

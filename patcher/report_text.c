@@ -60,6 +60,9 @@ cp_status cp_scan_write_text(const cp_scan *s, FILE *out, int all, cp_error *err
 			any = true;
 		}
 	fprintf(out, "%s\n", any ? "" : "no mapped layout");
+	if (s->fallback)
+		fprintf(out, "  fallback stubs: binds to %s when it is installed, else to %s\n",
+			s->fallback_layout[0], s->fallback_layout[1]);
 	for (i = 0; i < s->nblobs; i++) {
 		const struct cp_blob *b = &s->blobs[i];
 

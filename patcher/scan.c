@@ -250,6 +250,8 @@ cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out,
 	for (i = 0; i < s->nrefs; i++)
 		if (s->refs[i].layout >= 0 && cp_ref_is_live(&s->refs[i]))
 			s->layouts_seen |= 1u << s->refs[i].layout;
+	s->fallback = img->fallback.present;
+	memcpy(s->fallback_layout, img->fallback.layout, sizeof(s->fallback_layout));
 	s->img = NULL;
 	*out = s;
 	return CP_OK;

@@ -156,6 +156,8 @@ struct cp_scan {
 	char **notes;            /* what the scan could not settle */
 	size_t nnotes, capnotes;
 	unsigned layouts_seen;   /* bit per layout */
+	bool fallback;           /* fallback stubs injected by cypatch */
+	char fallback_layout[2][32]; /* built against, accepted besides */
 };
 
 /* scan_strings.c: literals holding a mapped name, outside blobs. */

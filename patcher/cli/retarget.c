@@ -21,6 +21,7 @@
 
 static const char usage[] =
 	"usage: cypatch --target-layout LAYOUT [-o OUT | --in-place] [--dry-run] [--rules FILE]... EXT.so\n"
+	"       cypatch --target-layout fallback [-o OUT | --in-place] [--dry-run] EXT.so\n"
 	"\n"
 	"Rewrites every reference the extension makes to a module of the other\n"
 	"layout (cimported modules, capsule signatures over mangled types,\n"
@@ -31,7 +32,12 @@ static const char usage[] =
 	"scanned again and must bind to LAYOUT only, with every other byte as it\n"
 	"was, before it replaces anything; it is written atomically.\n"
 	"\n"
-	"  -t, --target-layout LAYOUT  the layout to bind to\n"
+	"With 'fallback', no name is rewritten: every import and capsule check\n"
+	"goes through an injected stub that binds to the layout the extension was\n"
+	"built against when it is installed, and to the other one otherwise\n"
+	"(docs/fallback.md).\n"
+	"\n"
+	"  -t, --target-layout LAYOUT  the layout to bind to, or 'fallback' for both\n"
 	"  -o, --output OUT            write OUT and leave EXT.so as it is\n"
 	"      --in-place              replace EXT.so (the default)\n"
 	"  -n, --dry-run               print the plan (every edit) and write nothing\n"
@@ -119,17 +125,30 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, const s
 	return st;
 }
 
+static void report(const struct opts *o, const struct cp_plan *plan, const char *dest)
+{
+	if (plan->target < 0)
+		printf("%s: %zu import and capsule calls now go through the fallback stub, which accepts "
+		       "both layouts (%zu edits, %llu new bytes) -> %s\n", o->input, plan->nchanged,
+		       plan->nedits, (unsigned long long)cp_plan_new_bytes(plan), dest);
+	else
+		printf("%s: %zu references now bind to the %s layout (%zu edits, %llu new bytes) -> %s\n",
+		       o->input, plan->nchanged, o->layout, plan->nedits,
+		       (unsigned long long)cp_plan_new_bytes(plan), dest);
+}
+
 static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 {
 	cp_image *img = NULL;
 	cp_scan *scan = NULL;
 	struct cp_plan plan;
-	int target = cp_rules_layout_index(rules, o->layout);
+	bool fallback = !strcmp(o->layout, "fallback");
+	int target = fallback ? -1 : cp_rules_layout_index(rules, o->layout);
 	const char *dest = o->output ? o->output : o->input;
 	cp_status st;
 
 	memset(&plan, 0, sizeof(plan));
-	if (target < 0)
+	if (target < 0 && !fallback)
 		return cli_usage_error("--target-layout", "no layout named '%s' in the rules", o->layout);
 	st = cp_image_open(o->input, &img, err);
 	if (!st)
@@ -138,18 +157,21 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to retarget",
 			     o->input);
 	if (!st)
-		st = cp_plan_make(img, scan, target, &plan, err);
-	if (!st && !plan.nedits && !plan.nchunks) {
-		printf("%s: already binds to the %s layout; nothing to do\n", o->input, o->layout);
+		st = fallback ? cp_plan_fallback(img, scan, &plan, err) : cp_plan_make(img, scan, target, &plan, err);
+	if (!st && !plan.nedits && !cp_plan_new_bytes(&plan)) {
+		if (fallback)
+			printf("%s: already fallback-patched (binds to %s, else to %s); nothing to do\n", o->input,
+			       scan->fallback_layout[0], scan->fallback_layout[1]);
+		else
+			printf("%s: already binds to the %s layout; nothing to do\n", o->input, o->layout);
 	} else if (!st && o->dry_run) {
-		printf("%s: %zu references to rewrite for the %s layout:\n", o->input, plan.nchanged, o->layout);
+		printf("%s: %zu %s for the %s layout:\n", o->input, plan.nchanged,
+		       fallback ? "calls to redirect" : "references to rewrite", o->layout);
 		cp_plan_print(&plan, img, stdout);
 	} else if (!st) {
 		st = write_checked(img, scan, &plan, dest, err);
 		if (!st)
-			printf("%s: %zu references now bind to the %s layout (%zu edits, %llu new bytes) -> %s\n",
-			       o->input, plan.nchanged, o->layout, plan.nedits,
-			       (unsigned long long)plan.seg_size, dest);
+			report(o, &plan, dest);
 	}
 	cp_plan_free(&plan);
 	cp_scan_free(scan);

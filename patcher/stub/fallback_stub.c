@@ -1,0 +1,280 @@
+/*
+ * fallback_stub.c - the code cypatch injects into a fallback-patched
+ * extension (docs/fallback.md).
+ *
+ * It is compiled at cypatch's build time into one position-independent,
+ * relocation-free blob (stub.ld, embed_stub.cmake) and copied into the
+ * extension as it is. It runs inside CPython, so it includes no header but
+ * the context's: the few facts of CPython's ABI it relies on are below, and
+ * tests/unit/test_stub_abi.c checks them against Python.h.
+ *
+ * Each entry is reached from a thunk that cypatch writes,
+ *     lea <next argument register>, [rip + context]; jmp entry
+ * so each takes the redirected function's arguments plus the context.
+ * Python API calls go through the extension's own GOT slots.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include "fallback_abi.h"
+
+/* CPython's object header (3.9 to 3.13, default builds). */
+typedef struct object {
+	intptr_t refcnt;
+	struct object *type;
+} object;
+
+#define TP_CALL_OFFSET 128    /* offsetof(PyTypeObject, tp_call) */
+#define TUPLE_ITEMS_OFFSET 24 /* offsetof(PyTupleObject, ob_item) */
+
+typedef object *(*ternary_fn)(object *, object *, object *);
+typedef object *(*import_fn)(const char *);
+typedef object *(*level_fn)(object *, object *, object *, object *, int);
+typedef int (*isvalid_fn)(object *, const char *);
+typedef void *(*getpointer_fn)(object *, const char *);
+typedef const char *(*getname_fn)(object *);
+typedef void (*void_fn)(void);
+typedef int (*matches_fn)(object *);
+typedef object *(*str_fn)(const char *);
+typedef object *(*getattr_fn)(object *, const char *);
+typedef object *(*unicode_fn)(const char *, intptr_t);
+typedef object *(*tuple_fn)(intptr_t);
+typedef object *(*dict_fn)(void);
+typedef object *(*getitem_fn)(object *, const char *);
+typedef int (*setitem_fn)(object *, object *, object *);
+typedef void (*dealloc_fn)(object *);
+
+typedef const struct cp_fb_ctx ctx_t;
+
+/* The function (or, for data, the variable's address) in slot i. */
+static void *api(ctx_t *c, int i)
+{
+	return *(void *const *)((const char *)c + c->api[i]);
+}
+
+static const char *str(ctx_t *c, uint32_t off)
+{
+	return (const char *)c + off;
+}
+
+static uint32_t word(ctx_t *c, uint32_t off, uint32_t i)
+{
+	return ((const uint32_t *)((const char *)c + off))[i];
+}
+
+static intptr_t length(const char *s)
+{
+	intptr_t n = 0;
+
+	while (s[n])
+		n++;
+	return n;
+}
+
+static int same(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+	while (*prefix && *s == *prefix)
+		s++, prefix++;
+	return !*prefix;
+}
+
+/* Py_INCREF / Py_DECREF; immortal objects (3.12+) have a negative low word. */
+static void incref(object *o)
+{
+	if ((int32_t)o->refcnt >= 0)
+		o->refcnt++;
+}
+
+static void decref(ctx_t *c, object *o)
+{
+	if (!o || (int32_t)o->refcnt < 0)
+		return;
+	if (--o->refcnt == 0)
+		((dealloc_fn)api(c, CP_FB_DEALLOC))(o);
+}
+
+static object *call(object *f, object *args)
+{
+	ternary_fn fn = *(ternary_fn *)((char *)f->type + TP_CALL_OFFSET);
+
+	return fn ? fn(f, args, NULL) : NULL;
+}
+
+/* A new tuple of n references (stolen; NULL items fail the whole). */
+static object *tuple(ctx_t *c, int n, object **items)
+{
+	object *t = ((tuple_fn)api(c, CP_FB_TUPLE_NEW))(n);
+	int i, ok = t != NULL;
+
+	for (i = 0; i < n; i++) {
+		ok = ok && items[i];
+		if (t && items[i])
+			((object **)((char *)t + TUPLE_ITEMS_OFFSET))[i] = items[i];
+		else
+			decref(c, items[i]);
+	}
+	if (!ok) {
+		decref(c, t);
+		return NULL;
+	}
+	return t;
+}
+
+static object *text(ctx_t *c, const char *s)
+{
+	return ((unicode_fn)api(c, CP_FB_UNICODE))(s, length(s));
+}
+
+/* Runs the helper's source in a fresh namespace and calls fn(*args). */
+static object *helper(ctx_t *c, const char *fn, object *args)
+{
+	object *builtins, *exec, *ns, *r = NULL, *f, *a[2];
+
+	if (!args)
+		return NULL;
+	builtins = ((str_fn)api(c, CP_FB_ADD_MODULE))("builtins");
+	exec = builtins ? ((getattr_fn)api(c, CP_FB_GETATTRSTRING))(builtins, "exec") : NULL;
+	ns = exec ? ((dict_fn)api(c, CP_FB_DICT_NEW))() : NULL;
+	if (ns) {
+		a[0] = ((unicode_fn)api(c, CP_FB_UNICODE))(str(c, c->src_off), c->src_len);
+		a[1] = ns;
+		incref(ns);
+		r = call(exec, tuple(c, 2, a));
+	}
+	if (r) {
+		decref(c, r);
+		f = ((getitem_fn)api(c, CP_FB_DICT_GETITEMSTRING))(ns, fn);
+		r = f ? call(f, args) : NULL;
+	}
+	decref(c, ns);
+	decref(c, exec);
+	decref(c, args);
+	return r;
+}
+
+/* The other layout's name for a module name, or NULL when unmapped. */
+static const char *mapped(ctx_t *c, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nmod; i++)
+		if (same(name, str(c, word(c, c->mod_off, 2 * i))))
+			return str(c, word(c, c->mod_off, 2 * i + 1));
+	return NULL;
+}
+
+/* PyImport_ImportModule: the built name first, then the other layout's. */
+object *cp_fb_import_module(const char *name, ctx_t *c)
+{
+	object *m, *a[2];
+	const char *alt = mapped(c, name);
+
+	m = ((import_fn)api(c, CP_FB_IMPORT_MODULE))(name);
+	if (m || !alt)
+		return m;
+	if (!((matches_fn)api(c, CP_FB_ERR_MATCHES))(*(object **)api(c, CP_FB_EXC_IMPORTERROR)))
+		return NULL;
+	((void_fn)api(c, CP_FB_ERR_CLEAR))();
+	a[0] = text(c, name);
+	a[1] = text(c, alt);
+	return helper(c, "module", tuple(c, 2, a));
+}
+
+/* Whether a Python-level import name concerns the mapped modules. The name
+ * is a str object; a one-entry dict compares it without reading its bytes. */
+static int related(ctx_t *c, object *name, int *failed)
+{
+	object *d = ((dict_fn)api(c, CP_FB_DICT_NEW))();
+	uint32_t i;
+	int found = 0;
+
+	*failed = !d || ((setitem_fn)api(c, CP_FB_DICT_SETITEM))(d, name, name) < 0;
+	for (i = 0; !*failed && !found && i < c->nrel; i++)
+		found = ((getitem_fn)api(c, CP_FB_DICT_GETITEMSTRING))(d, str(c, word(c, c->rel_off, i))) != NULL;
+	decref(c, d);
+	return found;
+}
+
+/* PyImport_ImportModuleLevelObject: absolute imports of mapped names go
+ * through the helper, everything else straight through. */
+object *cp_fb_import_level(object *name, object *globals, object *locals, object *fromlist, int level,
+			   ctx_t *c)
+{
+	object *a[2];
+	int failed = 0, n = 1;
+
+	if (level != 0 || !related(c, name, &failed))
+		return failed ? NULL : ((level_fn)api(c, CP_FB_IMPORT_LEVEL))(name, globals, locals, fromlist, level);
+	incref(name);
+	a[0] = name;
+	if (fromlist) {
+		incref(fromlist);
+		a[n++] = fromlist;
+	}
+	return helper(c, "level", tuple(c, n, a));
+}
+
+/* At a and b, the two prefixes of one mapped pair (either way round):
+ * steps over both. */
+static int skip_pair(ctx_t *c, const char **a, const char **b)
+{
+	uint32_t i;
+
+	for (i = 0; i < 2 * c->nmangle; i++) {
+		const char *p = str(c, word(c, c->mangle_off, i));
+		const char *q = str(c, word(c, c->mangle_off, i ^ 1));
+
+		if (starts(*a, p) && starts(*b, q)) {
+			*a += length(p);
+			*b += length(q);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Signatures equal once each mapped prefix pair counts as equal. */
+static int equivalent(ctx_t *c, const char *a, const char *b)
+{
+	while (*a || *b) {
+		if (skip_pair(c, &a, &b))
+			continue;
+		if (*a != *b)
+			return 0;
+		a++, b++;
+	}
+	return 1;
+}
+
+/* The capsule's own name when it matches sig up to the mapped prefixes. */
+static const char *equivalent_name(ctx_t *c, object *cap, const char *sig)
+{
+	const char *n;
+
+	if (!sig || ((isvalid_fn)api(c, CP_FB_CAPSULE_ISVALID))(cap, sig))
+		return NULL;
+	n = ((getname_fn)api(c, CP_FB_CAPSULE_GETNAME))(cap);
+	if (!n) {
+		((void_fn)api(c, CP_FB_ERR_CLEAR))();
+		return NULL;
+	}
+	return equivalent(c, n, sig) ? n : NULL;
+}
+
+int cp_fb_capsule_isvalid(object *cap, const char *sig, ctx_t *c)
+{
+	return ((isvalid_fn)api(c, CP_FB_CAPSULE_ISVALID))(cap, sig) || equivalent_name(c, cap, sig);
+}
+
+void *cp_fb_capsule_getpointer(object *cap, const char *sig, ctx_t *c)
+{
+	const char *n = equivalent_name(c, cap, sig);
+
+	return ((getpointer_fn)api(c, CP_FB_CAPSULE_GETPOINTER))(cap, n ? n : sig);
+}
