@@ -39,6 +39,8 @@ PROVIDER_CYTHON = "3.1.8"
 CUDA_PYTHON = {"legacy": ("cuda-python", "12.5.0"), "bindings": ("cuda-python", "12.6.2.post1")}
 # The runtime-only environment of cuda-python 13 (no legacy modules at all).
 CUDA_BINDINGS_13 = [("cuda-bindings", "13.0.3"), ("cuda-pathfinder", "1.3.3")]
+# The last 12.x line: the cuda-bindings wheel, `cuda` a namespace package.
+CUDA_BINDINGS_129 = [("cuda-bindings", "12.9.4"), ("cuda-pathfinder", "1.3.3")]
 CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
 
 NAMES = {
@@ -320,6 +322,9 @@ def main(argv):
     cuda13 = os.path.join(cache, "site", "cuda_bindings-13")
     for name, version in CUDA_BINDINGS_13:
         ensure_wheel(cache, name, version, tree=cuda13)
+    cuda129 = os.path.join(cache, "site", "cuda_bindings-12.9")
+    for name, version in CUDA_BINDINGS_129:
+        ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
     todo = list(jobs(cache, sites, cuda_trees))
     log("building %d consumers with Cython %s" % (len(todo), ", ".join(CYTHONS)))
@@ -338,6 +343,8 @@ def main(argv):
                                 for k, v in CUDA_PYTHON.items()},
                 "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13],
                                      "tree": cuda13},
+                "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129],
+                                      "tree": cuda129},
                 "foreign": foreign, "entries": entries}
     tmp = os.path.join(cache, "manifest.json.tmp")
     with open(tmp, "w") as f:

@@ -78,6 +78,10 @@ def level(name, fromlist=None):
             if name not in MAP:
                 raise
             return _tree(name, module(name))
+        if name in MAP:
+            # `from a.b.c import x`, and 0.29's `import a.b.c as x` (fromlist
+            # ['*']): the module itself, from whichever layout has it
+            return module(name)
         pkg, first = None, err
     if not fromlist:
         return pkg
