@@ -27,6 +27,12 @@ const char *cp_fallback_api_name(int i)
 	return i >= 0 && i < CP_FB_NAPI ? api_names[i] : "?";
 }
 
+bool cp_image_in_fallback(const cp_image *img, uint64_t va)
+{
+	return img->fallback.present && va >= img->fallback.ctx_va &&
+	       va - img->fallback.ctx_va < img->fallback.ctx_size;
+}
+
 /* The NUL-terminated string at ctx + off, inside the context, or NULL. */
 static const char *ctx_string(const uint8_t *ctx, uint32_t size, uint32_t off)
 {
@@ -77,6 +83,7 @@ static cp_status read_context(cp_image *img, const uint8_t *p, size_t avail, uin
 		return CP_OK;
 	img->fallback.present = true;
 	img->fallback.ctx_va = va;
+	img->fallback.ctx_size = h.size;
 	snprintf(img->fallback.layout[0], sizeof(img->fallback.layout[0]), "%s", built);
 	snprintf(img->fallback.layout[1], sizeof(img->fallback.layout[1]), "%s", other);
 	return add_thunks(img, &h, err);

@@ -54,7 +54,7 @@ struct cp_import_slot {
 /* A context of cypatch's fallback stubs found in the file. */
 struct cp_fallback_view {
 	bool present;
-	uint64_t ctx_va;
+	uint64_t ctx_va, ctx_size;
 	char layout[2][32];  /* built against, accepted besides */
 };
 
@@ -95,6 +95,9 @@ cp_status cp_relocs_read(cp_image *img, cp_error *err);
 /* fallback_view.c: a fallback stub context, whose entry thunks then count
  * as PLT entries of the functions they stand for. */
 cp_status cp_fallback_read(cp_image *img, cp_error *err);
+
+/* Whether va lies in the fallback stub's context (its own names). */
+bool cp_image_in_fallback(const cp_image *img, uint64_t va);
 
 /* The name of fallback stub API i (enum cp_fb_api). */
 const char *cp_fallback_api_name(int i);

@@ -406,7 +406,7 @@ static cp_status plan_from_import(struct planner *pl, const struct cp_ref *r)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: from %s import %s: %s has no name in layout %s",
 			       pl->img->path, r->package, r->name, r->module,
 			       pl->rules->layout[pl->p->target]);
-	if (r->same_string)
+	if (r->same_string && (pl->inexpressible = true))
 		return cp_fail(pl->err, CP_E_INPUT,
 			       "%s: from %s import %s: one string serves as package and name, and %s "
 			       "needs two different ones (%s); strings alone cannot express it",
@@ -453,6 +453,7 @@ static cp_status check_attribute_chain(struct planner *pl, const struct cp_ref *
 		if (!cp_scan_has_pyname(pl->scan, c + 1, dot ? (size_t)(dot - c - 1) : strlen(c + 1)))
 			return CP_OK;
 	}
+	pl->inexpressible = true;
 	return cp_fail(pl->err, CP_E_INPUT,
 		       "%s: import %s reaches the module through the attributes of its package "
 		       "(Python-level names %s); %s has %zu components instead of %zu, which strings "
@@ -547,8 +548,10 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		st = cp_plan_check_overlaps(&pl);
 	cp_dis_close(&pl.dis);
 	free(pl.done);
-	if (st)
+	if (st) {
 		cp_plan_free(plan);
+		plan->inexpressible = pl.inexpressible;
+	}
 	return st;
 }
 

@@ -87,13 +87,16 @@ struct cp_plan {
 	size_t nexpects, capexpects;
 	struct cp_space space[CP_NSPACES];
 	size_t nchanged;             /* references rewritten (or call sites redirected) */
+	bool inexpressible;          /* cp_plan_make refused what strings cannot express */
 };
 
 /* Bytes the plan adds in new space, all spaces together. */
 uint64_t cp_plan_new_bytes(const struct cp_plan *plan);
 
 /* Plans the retarget of img (scanned as scan) to layout `target`. A plan
- * with no edits means the file already binds to the target. */
+ * with no edits means the file already binds to the target. When it fails
+ * because strings alone cannot express a rewrite, plan->inexpressible is
+ * set: the fallback stubs (cp_plan_fallback) cover those. */
 cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		       struct cp_plan *plan, cp_error *err);
 void cp_plan_free(struct cp_plan *plan);

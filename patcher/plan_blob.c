@@ -151,10 +151,12 @@ static cp_status patch_field(struct planner *pl, uint64_t insn, uint8_t off, uin
 	uint64_t foff;
 	uint8_t bytes[4];
 
-	if ((size != 1 && size != 4) || !fits_imm(newv, size) || !cp_plan_file_off(pl, insn + off, size, &foff))
+	if ((size != 1 && size != 4) || !fits_imm(newv, size) || !cp_plan_file_off(pl, insn + off, size, &foff)) {
+		pl->inexpressible = true;
 		return cp_fail(pl->err, CP_E_INPUT, "%s: %lld does not fit the %u-byte field of the "
 			       "instruction at %#llx (%s); re-encoding it would move code",
 			       pl->img->path, (long long)newv, size, (unsigned long long)insn, what);
+	}
 	memcpy(bytes, &newv, size);
 	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }
@@ -227,7 +229,7 @@ cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r)
 	if (count < 0)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: a blob entry is too long to rewrite", pl->img->path);
 	if (count == 0)
-		return r->kind == CP_K_PYIMPORT && !pl->blobs[b].val[k]
+		return r->kind == CP_K_PYIMPORT && !pl->blobs[b].val[k] && (pl->inexpressible = true)
 			       ? cp_fail(pl->err, CP_E_INPUT,
 					 "%s: the Python-level name \"%s\" (blob entry %ld) names a package of "
 					 "layout %s outside a from-import; strings alone cannot retarget it",

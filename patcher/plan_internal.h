@@ -19,6 +19,7 @@ struct planner {
 	uint64_t *done;      /* string addresses already planned */
 	size_t ndone, capdone;
 	struct cp_blob_plan *blobs; /* one per scan blob */
+	bool inexpressible;  /* refused: strings alone cannot express a rewrite */
 };
 
 

@@ -193,7 +193,8 @@ static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
 
 			p++;
 			if (!on_boundary(n, d, sec->size, pos) ||
-			    cp_in_blob(s, sec->addr + pos, n->len))
+			    cp_in_blob(s, sec->addr + pos, n->len) ||
+			    cp_image_in_fallback(s->img, sec->addr + pos))
 				continue;
 			st = on_match(s, sec, d, pos, n, err);
 			if (st)

@@ -42,7 +42,13 @@ static const char usage[] =
 	"      --in-place              replace EXT.so (the default)\n"
 	"  -n, --dry-run               print the plan (every edit) and write nothing\n"
 	"      --rules FILE            add a rules file to the built-in ones\n"
+	"      --no-fallback           refuse what strings alone cannot express instead\n"
+	"                              of injecting the fallback stub for it\n"
 	"  -h, --help                  show this help\n"
+	"\n"
+	"What strings alone cannot express (import a.b.c used through attributes,\n"
+	"from cuda import cuda towards bindings, an immediate that would outgrow\n"
+	"its field) is covered by the fallback stub instead, which says so.\n"
 	"\n"
 	"Exit status: 0 done or nothing to do, 2 bad input or a reference that\n"
 	"cannot be rewritten, 3 bad rules, 64 usage error, 74 output error.\n";
@@ -50,7 +56,7 @@ static const char usage[] =
 struct opts {
 	const char *layout, *output, *input;
 	const char *rules[MAX_RULES];
-	int nrules, dry_run, in_place;
+	int nrules, dry_run, in_place, no_fallback;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -61,6 +67,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "in-place", no_argument, NULL, 'i' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "rules", required_argument, NULL, 'r' },
+		{ "no-fallback", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -78,6 +85,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'o': o->output = optarg; break;
 		case 'i': o->in_place = 1; break;
 		case 'n': o->dry_run = 1; break;
+		case 'F': o->no_fallback = 1; break;
 		case 'r':
 			if (o->nrules == MAX_RULES)
 				return cli_usage_error("--target-layout", "more than %s --rules files", "32");
@@ -158,6 +166,12 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 			     o->input);
 	if (!st)
 		st = fallback ? cp_plan_fallback(img, scan, &plan, err) : cp_plan_make(img, scan, target, &plan, err);
+	if (st && plan.inexpressible && !o->no_fallback) {
+		/* strings cannot say it; the stubs bind to the target at import */
+		printf("%s; the fallback stub covers it\n", err->msg);
+		fallback = true;
+		st = cp_plan_fallback(img, scan, &plan, err);
+	}
 	if (!st && !plan.nedits && !cp_plan_new_bytes(&plan)) {
 		if (fallback)
 			printf("%s: already fallback-patched (binds to %s, else to %s); nothing to do\n", o->input,

@@ -133,10 +133,24 @@ def test_round_trip_behaves_like_the_original(entry, retargeted, tmp_path):
 
 
 @pytest.mark.parametrize("entry", REFUSED, ids=[e["id"] for e in REFUSED])
-def test_inexpressible_rewrites_are_refused_and_nothing_is_written(entry, tmp_path):
+def test_inexpressible_rewrites_are_covered_by_the_fallback_stub(entry, tmp_path):
+    """What strings cannot express binds to the target through the stubs."""
+    dest = tmp_path / os.path.basename(entry["so"])
+    proc = cypatch("--target-layout", OTHER[entry["layout"]], "-o", str(dest), entry["so"], check=0)
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("%s: " % entry["so"]) and first.endswith("; the fallback stub covers it")
+    assert "strings alone cannot" in first or "re-encoding it would move code" in first
+    check_works(entry, str(dest), OTHER[entry["layout"]])
+    before = digest(dest)
+    proc = cypatch("--target-layout", OTHER[entry["layout"]], str(dest), check=0)
+    assert "already fallback-patched" in proc.stdout and digest(dest) == before
+
+
+@pytest.mark.parametrize("entry", REFUSED, ids=[e["id"] for e in REFUSED])
+def test_inexpressible_rewrites_are_refused_with_no_fallback(entry, tmp_path):
     dest = tmp_path / os.path.basename(entry["so"])
     before = digest(entry["so"])
-    proc = cypatch("--target-layout", OTHER[entry["layout"]], "-o", str(dest), entry["so"])
+    proc = cypatch("--target-layout", OTHER[entry["layout"]], "--no-fallback", "-o", str(dest), entry["so"])
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % entry["so"])
@@ -158,7 +172,7 @@ def test_dry_run_prints_every_edit_and_writes_nothing(tmp_path):
     out = cypatch("--target-layout", "bindings", "--dry-run", str(work), check=0).stdout
     assert digest(work) == before and os.listdir(tmp_path) == [work.name]
     assert "references to rewrite for the bindings layout:" in out
-    assert "disp32" in out and "new space: " in out and "string blob 0 (lzss" in out
+    assert "disp32" in out and "new read-only data: " in out and "string blob 0 (lzss" in out
     assert "offset of the cimported names in their signature constant" in out
 
 
