@@ -54,6 +54,12 @@ static bool free_bytes(const cp_image *img, uint64_t off, uint64_t len)
 	return true;
 }
 
+/* The granule a segment is mapped in: its alignment, at least 4 KiB. */
+static uint64_t page(const Elf64_Phdr *ph)
+{
+	return ph->p_align > 0x1000 && !(ph->p_align & (ph->p_align - 1)) ? ph->p_align : 0x1000;
+}
+
 /* The room after PT_LOAD i when its flags are `flags`: up to the next
  * segment in the file and in memory, from a 16-aligned start. */
 static uint64_t room_after(const cp_image *img, size_t i, uint32_t flags, uint64_t *start_off,
@@ -74,8 +80,11 @@ static uint64_t room_after(const cp_image *img, size_t i, uint32_t flags, uint64
 			continue;
 		if (o.p_offset >= s.p_offset + s.p_filesz && o.p_offset < next_off)
 			next_off = o.p_offset;
-		if (o.p_vaddr >= s.p_vaddr + s.p_memsz && o.p_vaddr < next_va)
-			next_va = o.p_vaddr;
+		/* the loader maps the next segment from the start of its page,
+		 * over whatever this one mapped there (-z noseparate-code puts
+		 * RW data on the last page of the code) */
+		if (o.p_vaddr >= s.p_vaddr + s.p_memsz && (o.p_vaddr & ~(page(&o) - 1)) < next_va)
+			next_va = o.p_vaddr & ~(page(&o) - 1);
 	}
 	if (next_off == UINT64_MAX || next_va == UINT64_MAX || next_off <= *start_off ||
 	    next_va <= *start_va)
@@ -84,6 +93,36 @@ static uint64_t room_after(const cp_image *img, size_t i, uint32_t flags, uint64
 	if (next_va - *start_va < room)
 		room = next_va - *start_va;
 	return room;
+}
+
+/* Room after PT_LOAD i when it is the last segment in the file and in
+ * memory and only the section-name table and the section header table
+ * follow it (a segment an earlier run appended): emit writes both again
+ * after the new space, so the space may take their place. */
+static bool tail_room(const cp_image *img, size_t i, uint32_t flags, uint64_t *start_off, uint64_t *start_va)
+{
+	Elf64_Phdr s = phdr(img, i);
+	Elf64_Ehdr eh;
+	uint64_t end = s.p_offset + s.p_filesz;
+	size_t k;
+
+	memcpy(&eh, img->data, sizeof(eh));
+	if (s.p_type != PT_LOAD || s.p_flags != flags || s.p_filesz != s.p_memsz || eh.e_shoff < end)
+		return false;
+	for (k = 0; k < phnum(img); k++) {
+		Elf64_Phdr o = phdr(img, k);
+
+		if (k != i && o.p_type == PT_LOAD &&
+		    (o.p_offset + o.p_filesz > end || o.p_vaddr + o.p_memsz > s.p_vaddr + s.p_memsz))
+			return false;
+	}
+	for (k = 0; k < img->nsec; k++)
+		if (img->sec[k].type != SHT_NOBITS && img->sec[k].offset + img->sec[k].size > end &&
+		    (k != eh.e_shstrndx || img->sec[k].offset < end))
+			return false;
+	*start_off = (end + 15) & ~15ull;
+	*start_va = s.p_vaddr + (*start_off - s.p_offset);
+	return true;
 }
 
 /* A PT_LOAD that grows over the padding after it. */
@@ -110,6 +149,12 @@ static void place_in_gap(struct planner *pl, enum cp_space_kind kind, struct gro
 			sp->seg_vaddr = va;
 		}
 	}
+	for (i = 0; i < n && g->phdr < 0; i++)
+		if (tail_room(pl->img, i, sp->flags, &off, &va)) {
+			g->phdr = (int)i;
+			sp->seg_off = off;
+			sp->seg_vaddr = va;
+		}
 	if (g->phdr < 0)
 		return;
 	sp->place = CP_PLACE_GAP;

@@ -94,10 +94,10 @@ static json_t *document(const cp_scan *s)
 		json_array_append_new(blobs, blob(&s->blobs[i], i));
 	for (i = 0; i < s->nnotes; i++)
 		json_array_append_new(notes, json_string(s->notes[i]));
-	doc = json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o, s:o?, s:o, s:o, s:o}", "cypatch",
+	doc = json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o, s:o, s:o, s:o, s:o}", "cypatch",
 			CYPATCH_VERSION, "schema", 1, "file", s->path, "arch", s->arch, "cython",
 			s->cython[0] ? s->cython : NULL, "layouts", layouts, "fallback",
-			s->fallback ? json_pack("[s, s]", s->fallback_layout[0], s->fallback_layout[1]) : NULL,
+			s->fallback ? json_pack("[s, s]", s->fallback_layout[0], s->fallback_layout[1]) : json_null(),
 			"blobs", blobs, "references", refs, "notes", notes);
 	return doc;
 }

@@ -157,16 +157,17 @@ def ensure_foreign(cache):
 def compile_cmds(c_file, so_file, includes, defines=(), flags=None):
     cc = shlex.split(sysconfig.get_config_var("CC"))
     cflags = shlex.split(sysconfig.get_config_var("CFLAGS") or "")
-    if flags:  # a compiler variant: its own compiler and optimisation flags
+    ldflags = [f for f in (flags or []) if f.startswith("-Wl,")]
+    if flags:  # a compiler variant: its own compiler, optimisation and linker flags
         cc = [flags[0]]
-        cflags = [f for f in cflags if not f.startswith("-O")] + flags[1:]
+        cflags = [f for f in cflags if not f.startswith("-O")] + [f for f in flags[1:] if f not in ldflags]
     ccshared = shlex.split(sysconfig.get_config_var("CCSHARED") or "")
     ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
     obj = c_file[:-2] + ".o"
     incs = ["-I" + i for i in includes + [sysconfig.get_paths()["include"]]]
     defs = ["-D" + d for d in defines]
     return [cc + cflags + ccshared + defs + incs + ["-c", c_file, "-o", obj],
-            ldshared + [obj, "-o", so_file]]
+            ldshared + ldflags + [obj, "-o", so_file]]
 
 
 def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key,
@@ -285,7 +286,9 @@ def jobs(cache, sites, cuda_trees):
                                 defines=["CYTHON_COMPRESS_STRINGS=%d" % value]))
             # compiler variants: what real pipelines also produce
             cc = sysconfig.get_config_var("CC").split()[0]
-            variants = [("O0", [cc, "-O0"]), ("Os", [cc, "-Os"]), ("noplt", [cc, "-O2", "-fno-plt"])]
+            variants = [("O0", [cc, "-O0"]), ("Os", [cc, "-Os"]), ("noplt", [cc, "-O2", "-fno-plt"]),
+                        # one R+X segment for code and rodata: no padding for new space
+                        ("nosepcode", [cc, "-O2", "-Wl,-z,noseparate-code"])]
             if shutil.which("clang"):
                 variants.append(("clang", ["clang", "-O2"]))
             src = substitute(open(os.path.join(HERE, "consumers", "cimports.pyx.in")).read(), layout)
