@@ -24,9 +24,16 @@ typedef struct object {
 } object;
 
 #define TP_CALL_OFFSET 128    /* offsetof(PyTypeObject, tp_call) */
+#define TP_GETATTRO_OFFSET 144 /* offsetof(PyTypeObject, tp_getattro) */
+#define TP_FLAGS_OFFSET 168   /* offsetof(PyTypeObject, tp_flags) */
+#define LIST_SUBCLASS (1ul << 25)  /* Py_TPFLAGS_LIST_SUBCLASS */
+#define TUPLE_SUBCLASS (1ul << 26) /* Py_TPFLAGS_TUPLE_SUBCLASS */
+#define SIZE_OFFSET 16        /* offsetof(PyVarObject, ob_size) */
 #define TUPLE_ITEMS_OFFSET 24 /* offsetof(PyTupleObject, ob_item) */
+#define LIST_ITEMS_OFFSET 24  /* offsetof(PyListObject, ob_item) */
 
 typedef object *(*ternary_fn)(object *, object *, object *);
+typedef object *(*binary_fn)(object *, object *);
 typedef object *(*import_fn)(const char *);
 typedef object *(*level_fn)(object *, object *, object *, object *, int);
 typedef int (*isvalid_fn)(object *, const char *);
@@ -201,16 +208,56 @@ static int related(ctx_t *c, object *name, int *failed)
 	return found;
 }
 
-/* PyImport_ImportModuleLevelObject: absolute imports of mapped names go
- * through the helper, everything else straight through. */
+/* Whether module m has every name of fromlist (a tuple or a list of str),
+ * as __import__ leaves it: the fast path's answer. */
+static int has_all(ctx_t *c, object *m, object *fromlist)
+{
+	unsigned long flags;
+	object **items, *a;
+	intptr_t i, n;
+
+	if (!fromlist)
+		return 1;
+	flags = *(unsigned long *)((char *)fromlist->type + TP_FLAGS_OFFSET);
+	if (!(flags & (LIST_SUBCLASS | TUPLE_SUBCLASS)))
+		return 1; /* None: `import a.b.c` */
+	n = *(intptr_t *)((char *)fromlist + SIZE_OFFSET);
+	items = flags & TUPLE_SUBCLASS ? (object **)((char *)fromlist + TUPLE_ITEMS_OFFSET)
+				       : *(object ***)((char *)fromlist + LIST_ITEMS_OFFSET);
+	for (i = 0; i < n; i++) {
+		binary_fn get = *(binary_fn *)((char *)m->type + TP_GETATTRO_OFFSET);
+
+		a = get ? get(m, items[i]) : NULL;
+		if (!a) {
+			((void_fn)api(c, CP_FB_ERR_CLEAR))();
+			return 0;
+		}
+		decref(c, a);
+	}
+	return 1;
+}
+
+/* PyImport_ImportModuleLevelObject: absolute imports of mapped names try
+ * the real import first; the helper decides when it fails or leaves a
+ * name of the fromlist missing. Everything else goes straight through. */
 object *cp_fb_import_level(object *name, object *globals, object *locals, object *fromlist, int level,
 			   ctx_t *c)
 {
-	object *a[2];
+	level_fn real = (level_fn)api(c, CP_FB_IMPORT_LEVEL);
+	object *m, *a[2];
 	int failed = 0, n = 1;
 
 	if (level != 0 || !related(c, name, &failed))
-		return failed ? NULL : ((level_fn)api(c, CP_FB_IMPORT_LEVEL))(name, globals, locals, fromlist, level);
+		return failed ? NULL : real(name, globals, locals, fromlist, level);
+	m = real(name, globals, locals, fromlist, level);
+	if (m && has_all(c, m, fromlist))
+		return m;
+	if (!m && !((matches_fn)api(c, CP_FB_ERR_MATCHES))(*(object **)api(c, CP_FB_EXC_IMPORTERROR)))
+		return NULL;
+	if (m)
+		decref(c, m);
+	else
+		((void_fn)api(c, CP_FB_ERR_CLEAR))();
 	incref(name);
 	a[0] = name;
 	if (fromlist) {

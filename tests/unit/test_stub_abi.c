@@ -19,12 +19,18 @@ static void test_type_call_slot(void **state)
 {
 	(void)state;
 	assert_int_equal(offsetof(PyTypeObject, tp_call), 128);
+	assert_int_equal(offsetof(PyTypeObject, tp_getattro), 144);
+	assert_int_equal(offsetof(PyTypeObject, tp_flags), 168);
+	assert_int_equal(Py_TPFLAGS_LIST_SUBCLASS, 1ul << 25);
+	assert_int_equal(Py_TPFLAGS_TUPLE_SUBCLASS, 1ul << 26);
 }
 
 static void test_tuple_items(void **state)
 {
 	(void)state;
+	assert_int_equal(offsetof(PyVarObject, ob_size), 16);
 	assert_int_equal(offsetof(PyTupleObject, ob_item), 24);
+	assert_int_equal(offsetof(PyListObject, ob_item), 24);
 }
 
 int main(void)
