@@ -35,6 +35,13 @@ def cypatch(*args, check=None):
     return proc
 
 
+def assert_clean_elf(path):
+    """readelf -a reads the whole file without a word on stderr."""
+    readelf = subprocess.run(["readelf", "-a", "-W", path], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    assert readelf.returncode == 0 and readelf.stderr == "", readelf.stderr
+
+
 def show_json(path, *extra):
     proc = cypatch("show", "--json", *extra, path, check=0)
     return json.loads(proc.stdout)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST, RULES, cypatch, show_json
+from conftest import ENTRIES, MANIFEST, RULES, assert_clean_elf, cypatch, show_json
 from test_imports import EXPECTED, RUN_ALL
 
 PY = sys.executable
@@ -116,9 +116,7 @@ def test_real_consumer_fails_before_the_patch_where_upstream_says(entry):
 @pytest.mark.parametrize("entry", BUILT, ids=[e["id"] for e in BUILT])
 def test_patched_file_is_clean_elf_recognised_by_show_and_a_second_run_is_a_no_op(entry, patched, tmp_path):
     _, dest = patched[entry["id"]]
-    readelf = subprocess.run(["readelf", "-a", "-W", dest], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
-    assert readelf.returncode == 0 and readelf.stderr == "", readelf.stderr
+    assert_clean_elf(dest)
     other = "legacy" if entry["layout"] == "bindings" else "bindings"
     doc = show_json(dest)
     assert doc["fallback"] == [entry["layout"], other]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST, cypatch, show_json
+from conftest import ENTRIES, MANIFEST, assert_clean_elf, cypatch, show_json
 from test_imports import EXPECTED, OTHER, RUN_ALL
 
 PY = sys.executable
@@ -105,9 +105,7 @@ def test_retargeted_consumer_works_under_the_other_layout(entry, retargeted):
 @pytest.mark.parametrize("entry", EXPRESSIBLE, ids=[e["id"] for e in EXPRESSIBLE])
 def test_retargeted_file_is_clean_elf_survives_strip_and_a_second_run(entry, retargeted, tmp_path):
     _, dest = retargeted[entry["id"]]
-    readelf = subprocess.run(["readelf", "-a", "-W", dest], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
-    assert readelf.returncode == 0 and readelf.stderr == "", readelf.stderr
+    assert_clean_elf(dest)
     before = digest(dest)
     proc = cypatch("--target-layout", OTHER[entry["layout"]], dest, check=0)
     assert "already binds to the %s layout; nothing to do" % OTHER[entry["layout"]] in proc.stdout
