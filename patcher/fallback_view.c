@@ -17,7 +17,7 @@
 static const char *const api_names[CP_FB_NAPI] = {
 	"PyImport_ImportModule", "PyImport_ImportModuleLevelObject", "PyCapsule_IsValid",
 	"PyCapsule_GetPointer", "PyCapsule_GetName", "PyErr_Clear", "PyErr_ExceptionMatches",
-	"PyExc_ImportError", "PyImport_AddModule", "PyObject_GetAttrString",
+	"PyExc_ImportError", "PyImport_GetModuleDict", "PyObject_GetAttrString",
 	"PyUnicode_FromStringAndSize", "PyTuple_New", "PyDict_New", "PyDict_GetItemString",
 	"PyDict_SetItem", "_Py_Dealloc",
 };

@@ -142,7 +142,7 @@ static cp_status need(struct fb *f, enum cp_fb_api api, const char *why)
 static cp_status check_needs(struct fb *f)
 {
 	static const enum cp_fb_api always[] = {
-		CP_FB_ERR_CLEAR, CP_FB_ERR_MATCHES, CP_FB_EXC_IMPORTERROR, CP_FB_ADD_MODULE,
+		CP_FB_ERR_CLEAR, CP_FB_ERR_MATCHES, CP_FB_EXC_IMPORTERROR, CP_FB_MODULE_DICT,
 		CP_FB_GETATTRSTRING, CP_FB_UNICODE, CP_FB_TUPLE_NEW, CP_FB_DICT_NEW,
 		CP_FB_DICT_GETITEMSTRING, CP_FB_DICT_SETITEM, CP_FB_DEALLOC,
 	};

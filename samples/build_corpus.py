@@ -19,7 +19,11 @@ The result is a cache under the build tree with manifest.json describing every
 artifact; a second run rebuilds only what changed. Nothing outside the given
 directory is written.
 
-usage: build_corpus.py OUTDIR
+With --small, under any CPython: only our providers and the four corpus
+consumers (Cython 0.29.37 and 3.3.1), for checking the fallback stub under
+other interpreters (samples/build_pythons.py).
+
+usage: build_corpus.py [--small] OUTDIR
 """
 
 import concurrent.futures
@@ -260,16 +264,21 @@ def build_package_module(cache, site, modpath, source):
     return so, None, err
 
 
+def consumer_jobs(cache, sites, cy, layout):
+    """The four import forms of the corpus, one Cython, one layout."""
+    for name in ("cimports", "pyimport", "pyimport_as", "pyfrom"):
+        src = substitute(open(os.path.join(HERE, "consumers", name + ".pyx.in")).read(), layout)
+        out = os.path.join(cache, "consumers", cy, layout)
+        yield ({"id": "%s/%s/%s" % (cy, layout, name), "kind": "corpus", "cython": cy,
+                "layout": layout, "module": name, "provider_site": sites[layout]},
+               dict(out_dir=out, name=name, source=src, cython=cy, includes=[sites[layout]]))
+
+
 def jobs(cache, sites, cuda_trees):
     """Every consumer to build: (id, kwargs for build_ext, metadata)."""
     for cy in CYTHONS:
         for layout in ("bindings", "legacy"):
-            for name in ("cimports", "pyimport", "pyimport_as", "pyfrom"):
-                src = substitute(open(os.path.join(HERE, "consumers", name + ".pyx.in")).read(), layout)
-                out = os.path.join(cache, "consumers", cy, layout)
-                yield ({"id": "%s/%s/%s" % (cy, layout, name), "kind": "corpus", "cython": cy,
-                        "layout": layout, "module": name, "provider_site": sites[layout]},
-                       dict(out_dir=out, name=name, source=src, cython=cy, includes=[sites[layout]]))
+            yield from consumer_jobs(cache, sites, cy, layout)
             # Cython 3.2+ blobs in the other compressions the C supports: 3.2
             # has zlib (its default) and bz2; 3.3 has LZSS (its default) and
             # zlib; zstd needs Cython running on Python 3.14 (not here).
@@ -308,7 +317,53 @@ def jobs(cache, sites, cuda_trees):
                         includes=[cuda_trees[layout]], c_includes=[CUDA_INCLUDE]))
 
 
+def build_all(cache, todo):
+    log("building %d consumers with Cython %s" % (len(todo), ", ".join(sorted({m["cython"] for m, _ in todo}))))
+    entries = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = [(meta, pool.submit(build_ext, cache, **kw)) for meta, kw in todo]
+        for meta, fut in futures:
+            so, c_file, err = fut.result()
+            meta.update(so=so, c=c_file, skipped=err)
+            if err:
+                log("skip %s: %s" % (meta["id"], err))
+            entries.append(meta)
+    return entries
+
+
+def write_manifest(cache, manifest):
+    tmp = os.path.join(cache, "manifest.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(tmp, os.path.join(cache, "manifest.json"))
+    entries = manifest["entries"]
+    built = sum(1 for e in entries if not e["skipped"])
+    log("%d built, %d skipped; manifest in %s" % (built, len(entries) - built,
+                                                   os.path.join(cache, "manifest.json")))
+
+
+# --small: what the fallback stub is checked with under other CPythons
+# (Cython 0.29 supports CPython up to 3.12).
+SMALL_CYTHONS = ["0.29.37", "3.3.1"]
+
+
+def main_small(cache):
+    cythons = [cy for cy in SMALL_CYTHONS if not (cy.startswith("0.29") and sys.version_info >= (3, 13))]
+    os.makedirs(cache, exist_ok=True)
+    for cy in cythons:
+        ensure_cython(cache, cy)
+    sites = {}
+    for layout in ("bindings", "legacy"):
+        sites[layout], _ = build_provider_site(cache, layout)
+    todo = [j for cy in cythons for layout in ("bindings", "legacy") for j in consumer_jobs(cache, sites, cy, layout)]
+    entries = build_all(cache, todo)
+    write_manifest(cache, {"python": sys.version.split()[0], "executable": sys.executable, "ext_suffix": EXT,
+                           "cythons": cythons, "providers": sites, "entries": entries})
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--small":
+        return main_small(os.path.abspath(argv[2]))
     if len(argv) != 2:
         raise SystemExit(__doc__.strip().splitlines()[-1])
     cache = os.path.abspath(argv[1])
@@ -329,33 +384,15 @@ def main(argv):
     for name, version in CUDA_BINDINGS_129:
         ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
-    todo = list(jobs(cache, sites, cuda_trees))
-    log("building %d consumers with Cython %s" % (len(todo), ", ".join(CYTHONS)))
-    entries = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        futures = [(meta, pool.submit(build_ext, cache, **kw)) for meta, kw in todo]
-        for meta, fut in futures:
-            so, c_file, err = fut.result()
-            meta.update(so=so, c=c_file, skipped=err)
-            if err:
-                log("skip %s: %s" % (meta["id"], err))
-            entries.append(meta)
-    manifest = {"python": sys.version.split()[0], "ext_suffix": EXT, "cythons": CYTHONS,
-                "provider_cython": PROVIDER_CYTHON, "providers": sites, "provider_modules": providers,
-                "cuda_python": {k: {"requirement": "%s==%s" % v, "wheel": wheels[k], "tree": cuda_trees[k]}
-                                for k, v in CUDA_PYTHON.items()},
-                "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13],
-                                     "tree": cuda13},
-                "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129],
-                                      "tree": cuda129},
-                "foreign": foreign, "entries": entries}
-    tmp = os.path.join(cache, "manifest.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(manifest, f, indent=1)
-    os.replace(tmp, os.path.join(cache, "manifest.json"))
-    built = sum(1 for e in entries if not e["skipped"])
-    log("%d built, %d skipped; manifest in %s" % (built, len(entries) - built,
-                                                   os.path.join(cache, "manifest.json")))
+    entries = build_all(cache, list(jobs(cache, sites, cuda_trees)))
+    write_manifest(cache, {
+        "python": sys.version.split()[0], "ext_suffix": EXT, "cythons": CYTHONS,
+        "provider_cython": PROVIDER_CYTHON, "providers": sites, "provider_modules": providers,
+        "cuda_python": {k: {"requirement": "%s==%s" % v, "wheel": wheels[k], "tree": cuda_trees[k]}
+                        for k, v in CUDA_PYTHON.items()},
+        "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
+        "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
+        "foreign": foreign, "entries": entries})
 
 
 if __name__ == "__main__":

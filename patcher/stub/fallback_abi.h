@@ -25,7 +25,7 @@ enum cp_fb_api {
 	CP_FB_ERR_CLEAR,           /* PyErr_Clear */
 	CP_FB_ERR_MATCHES,         /* PyErr_ExceptionMatches */
 	CP_FB_EXC_IMPORTERROR,     /* PyExc_ImportError (data: the slot holds &PyExc_ImportError) */
-	CP_FB_ADD_MODULE,          /* PyImport_AddModule */
+	CP_FB_MODULE_DICT,         /* PyImport_GetModuleDict */
 	CP_FB_GETATTRSTRING,       /* PyObject_GetAttrString */
 	CP_FB_UNICODE,             /* PyUnicode_FromStringAndSize */
 	CP_FB_TUPLE_NEW,           /* PyTuple_New */

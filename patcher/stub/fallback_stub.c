@@ -41,7 +41,6 @@ typedef void *(*getpointer_fn)(object *, const char *);
 typedef const char *(*getname_fn)(object *);
 typedef void (*void_fn)(void);
 typedef int (*matches_fn)(object *);
-typedef object *(*str_fn)(const char *);
 typedef object *(*getattr_fn)(object *, const char *);
 typedef object *(*unicode_fn)(const char *, intptr_t);
 typedef object *(*tuple_fn)(intptr_t);
@@ -145,7 +144,10 @@ static object *helper(ctx_t *c, const char *fn, object *args)
 
 	if (!args)
 		return NULL;
-	builtins = ((str_fn)api(c, CP_FB_ADD_MODULE))("builtins");
+	/* sys.modules["builtins"], borrowed: every Cython build imports both
+	 * functions (PyImport_AddModule became PyImport_AddModuleRef in 3.13) */
+	builtins = ((dict_fn)api(c, CP_FB_MODULE_DICT))();
+	builtins = builtins ? ((getitem_fn)api(c, CP_FB_DICT_GETITEMSTRING))(builtins, "builtins") : NULL;
 	exec = builtins ? ((getattr_fn)api(c, CP_FB_GETATTRSTRING))(builtins, "exec") : NULL;
 	ns = exec ? ((dict_fn)api(c, CP_FB_DICT_NEW))() : NULL;
 	if (ns) {
