@@ -56,6 +56,7 @@ struct fb {
 	struct site *sites;
 	size_t nsites, capsites;
 	uint64_t bad_ref;           /* a redirected slot used otherwise than by a call */
+	bool need[NREDIRECTS];      /* which redirects this file needs */
 	bool oom;
 	/* the context under construction */
 	uint8_t *ctx;
@@ -79,12 +80,35 @@ static int redirect_of(const char *name)
 	return -1;
 }
 
+/* Whether the file needs calls to API function `api` redirected:
+ * Python-level imports only with Python-level references; capsule checks
+ * only when a cimported signature carries a mangled module path (the only
+ * capsule names that differ between the layouts). */
+static bool needed(const cp_scan *s, enum cp_fb_api api)
+{
+	size_t i;
+
+	if (api == CP_FB_IMPORT_MODULE)
+		return true;
+	for (i = 0; i < s->nrefs; i++) {
+		enum cp_ref_kind k = s->refs[i].kind;
+
+		if (!cp_ref_is_live(&s->refs[i]))
+			continue;
+		if (api == CP_FB_IMPORT_LEVEL && (k == CP_K_PYIMPORT || k == CP_K_FROMIMPORT))
+			return true;
+		if ((api == CP_FB_CAPSULE_ISVALID || api == CP_FB_CAPSULE_GETPOINTER) && k == CP_K_SIGNATURE)
+			return true;
+	}
+	return false;
+}
+
 static void on_call(void *ctx, const struct cp_call *c)
 {
 	struct fb *f = ctx;
 	int r = redirect_of(c->name);
 
-	if (r < 0 || in_plt(f->pl->img, c->addr))
+	if (r < 0 || in_plt(f->pl->img, c->addr) || !f->need[r])
 		return;
 	if (CP_GROW(f->sites, f->capsites, f->nsites + 1)) {
 		f->oom = true;
@@ -102,7 +126,7 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 	if (in_plt(f->pl->img, r->addr))
 		return;
 	for (i = 0; i < NREDIRECTS; i++)
-		if (f->slot[redirects[i].api] && r->target == f->slot[redirects[i].api] && !f->bad_ref)
+		if (f->need[i] && f->slot[redirects[i].api] && r->target == f->slot[redirects[i].api] && !f->bad_ref)
 			f->bad_ref = r->addr;
 }
 
@@ -122,7 +146,7 @@ static cp_status find_slots(struct fb *f)
 
 		if (r->type == R_X86_64_JUMP_SLOT || r->type == R_X86_64_GLOB_DAT || r->sym >= img->ndynnames)
 			continue;
-		if (r->sym && redirect_of(img->dynnames[r->sym]) >= 0)
+		if (r->sym && redirect_of(img->dynnames[r->sym]) >= 0 && f->need[redirect_of(img->dynnames[r->sym])])
 			return cp_fail(f->pl->err, CP_E_INPUT, "%s: %s is referenced by a data relocation at "
 				       "%#llx; the fallback stub cannot see those uses", img->path,
 				       img->dynnames[r->sym], (unsigned long long)r->offset);
@@ -417,6 +441,7 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 	struct fb f;
 	uint64_t code = 0, ctx = 0, thunk[NREDIRECTS];
 	cp_status st;
+	size_t k;
 
 	memset(plan, 0, sizeof(*plan));
 	memset(&pl, 0, sizeof(pl));
@@ -433,6 +458,8 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 			       img->path, scan->rules->nlayout);
 	if (scan->fallback)
 		return CP_OK; /* already patched: an empty plan */
+	for (k = 0; k < NREDIRECTS; k++)
+		f.need[k] = needed(scan, redirects[k].api);
 	st = cp_dis_open(&pl.dis, err);
 	if (st)
 		return st;
