@@ -2,13 +2,9 @@
  * that it binds to the other layout. */
 #include "common.h"
 
-#include "check.h"
 #include "error.h"
-#include "emit.h"
-#include "plan.h"
+#include "patch.h"
 #include "rules.h"
-#include "scan.h"
-#include "write.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -44,6 +40,8 @@ static const char usage[] =
 	"      --rules FILE            add a rules file to the built-in ones\n"
 	"      --no-fallback           refuse what strings alone cannot express instead\n"
 	"                              of injecting the fallback stub for it\n"
+	"      --keep-build-id         keep the GNU build-id (by default it is\n"
+	"                              recomputed over the patched file)\n"
 	"  -h, --help                  show this help\n"
 	"\n"
 	"What strings alone cannot express (import a.b.c used through attributes,\n"
@@ -56,7 +54,7 @@ static const char usage[] =
 struct opts {
 	const char *layout, *output, *input;
 	const char *rules[MAX_RULES];
-	int nrules, dry_run, in_place, no_fallback;
+	int nrules, dry_run, in_place, no_fallback, keep_build_id;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -68,6 +66,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "no-fallback", no_argument, NULL, 'F' },
+		{ "keep-build-id", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -86,6 +85,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'i': o->in_place = 1; break;
 		case 'n': o->dry_run = 1; break;
 		case 'F': o->no_fallback = 1; break;
+		case 'K': o->keep_build_id = 1; break;
 		case 'r':
 			if (o->nrules == MAX_RULES)
 				return cli_usage_error("--target-layout", "more than %s --rules files", "32");
@@ -108,88 +108,49 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static cp_status write_checked(const cp_image *img, const cp_scan *scan, const struct cp_plan *plan,
-			       const char *target, cp_error *err)
+static void report(const struct opts *o, const struct cp_patch_result *r, const char *dest)
 {
-	uint8_t *out = NULL;
-	size_t outlen = 0;
-	struct stat sb;
-	char tmp[4200];
-	cp_status st;
-
-	if (stat(img->path, &sb))
-		return cp_fail(err, CP_E_INPUT, "%s: cannot stat", img->path);
-	st = cp_emit(img, plan, &out, &outlen, err);
-	if (!st)
-		st = cp_write_temp(target, out, outlen, sb.st_mode, tmp, sizeof(tmp), err);
-	if (!st) {
-		st = cp_check(img, scan, plan, tmp, out, outlen, err);
-		if (st)
-			unlink(tmp);
-		else
-			st = cp_write_commit(tmp, target, err);
-	}
-	free(out);
-	return st;
-}
-
-static void report(const struct opts *o, const struct cp_plan *plan, const char *dest)
-{
-	if (plan->target < 0)
+	if (r->covered[0])
+		printf("%s; the fallback stub covers it\n", r->covered);
+	if (r->outcome == CP_ALREADY && r->fallback)
+		printf("%s: already fallback-patched (binds to %s, else to %s); nothing to do\n", o->input,
+		       r->layouts[0], r->layouts[1]);
+	else if (r->outcome == CP_ALREADY)
+		printf("%s: already binds to the %s layout; nothing to do\n", o->input, o->layout);
+	else if (r->outcome == CP_PATCHED && r->fallback)
 		printf("%s: %zu import and capsule calls now go through the fallback stub, which accepts "
-		       "both layouts (%zu edits, %llu new bytes) -> %s\n", o->input, plan->nchanged,
-		       plan->nedits, (unsigned long long)cp_plan_new_bytes(plan), dest);
-	else
-		printf("%s: %zu references now bind to the %s layout (%zu edits, %llu new bytes) -> %s\n",
-		       o->input, plan->nchanged, o->layout, plan->nedits,
-		       (unsigned long long)cp_plan_new_bytes(plan), dest);
+		       "both layouts (%zu edits, %llu new bytes%s) -> %s\n", o->input, r->nchanged, r->nedits,
+		       r->new_bytes, r->build_id ? ", build-id recomputed" : "", dest);
+	else if (r->outcome == CP_PATCHED)
+		printf("%s: %zu references now bind to the %s layout (%zu edits, %llu new bytes%s) -> %s\n",
+		       o->input, r->nchanged, o->layout, r->nedits, r->new_bytes,
+		       r->build_id ? ", build-id recomputed" : "", dest);
 }
 
 static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 {
-	cp_image *img = NULL;
-	cp_scan *scan = NULL;
-	struct cp_plan plan;
-	bool fallback = !strcmp(o->layout, "fallback");
-	int target = fallback ? -1 : cp_rules_layout_index(rules, o->layout);
+	struct cp_patch_opts po;
+	struct cp_patch_result r;
 	const char *dest = o->output ? o->output : o->input;
+	bool fallback = !strcmp(o->layout, "fallback");
 	cp_status st;
 
-	memset(&plan, 0, sizeof(plan));
-	if (target < 0 && !fallback)
+	if (!fallback && cp_rules_layout_index(rules, o->layout) < 0)
 		return cli_usage_error("--target-layout", "no layout named '%s' in the rules", o->layout);
-	st = cp_image_open(o->input, &img, err);
-	if (!st)
-		st = cp_scan_run(img, rules, &scan, err);
-	if (!st && !scan->layouts_seen)
+	memset(&po, 0, sizeof(po));
+	po.layout = o->layout;
+	po.no_fallback = o->no_fallback;
+	po.keep_build_id = o->keep_build_id;
+	if (o->dry_run) {
+		po.dry_run = stdout;
+		printf("%s: the plan for the %s layout:\n", o->input, o->layout);
+	}
+	st = cp_patch_file(o->input, dest, rules, &po, &r, err);
+	if (!st && r.outcome == CP_NOTHING_MAPPED)
 		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to retarget",
 			     o->input);
 	if (!st)
-		st = fallback ? cp_plan_fallback(img, scan, &plan, err) : cp_plan_make(img, scan, target, &plan, err);
-	if (st && plan.inexpressible && !o->no_fallback) {
-		/* strings cannot say it; the stubs bind to the target at import */
-		printf("%s; the fallback stub covers it\n", err->msg);
-		fallback = true;
-		st = cp_plan_fallback(img, scan, &plan, err);
-	}
-	if (!st && !plan.nedits && !cp_plan_new_bytes(&plan)) {
-		if (fallback)
-			printf("%s: already fallback-patched (binds to %s, else to %s); nothing to do\n", o->input,
-			       scan->fallback_layout[0], scan->fallback_layout[1]);
-		else
-			printf("%s: already binds to the %s layout; nothing to do\n", o->input, o->layout);
-	} else if (!st && o->dry_run) {
-		printf("%s: %zu %s for the %s layout:\n", o->input, plan.nchanged,
-		       fallback ? "calls to redirect" : "references to rewrite", o->layout);
-		cp_plan_print(&plan, img, stdout);
-	} else if (!st) {
-		st = write_checked(img, scan, &plan, dest, err);
-		if (!st)
-			report(o, &plan, dest);
-	}
-	cp_plan_free(&plan);
-	cp_scan_free(scan);
-	cp_image_close(img);
+		report(o, &r, dest);
 	return st ? cli_error(err) : 0;
 }
 

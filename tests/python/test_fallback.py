@@ -191,7 +191,7 @@ def test_dry_run_lists_every_redirected_call_and_writes_nothing(tmp_path):
     before = digest(work)
     out = cypatch("--target-layout", "fallback", "--dry-run", str(work), check=0).stdout
     assert digest(work) == before and os.listdir(tmp_path) == [work.name]
-    assert "calls to redirect for the fallback layout:" in out
+    assert "the plan for the fallback layout:" in out and "build-id: recomputed" in out
     assert "PyImport_ImportModule call -> fallback stub" in out
     assert "PyCapsule_IsValid call -> fallback stub" in out
     assert "new code: " in out and "new read-only data: " in out
@@ -200,3 +200,22 @@ def test_dry_run_lists_every_redirected_call_and_writes_nothing(tmp_path):
 def test_fallback_refuses_a_file_without_mapped_references():
     proc = cypatch("--target-layout", "fallback", MANIFEST["foreign"]["x86_64"])
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+
+
+def test_build_id_is_recomputed_reproducibly_unless_kept(tmp_path):
+    e = next(x for x in CORPUS if x["id"] == "3.3.1/bindings/cimports")
+
+    def build_id(path):
+        out = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, text=True, check=True).stdout
+        return re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
+
+    a, b, kept = (str(tmp_path / n / os.path.basename(e["so"])) for n in ("a", "b", "kept"))
+    for p in (a, b, kept):
+        os.makedirs(os.path.dirname(p))
+    out = cypatch("--target-layout", "fallback", "-o", a, e["so"], check=0).stdout
+    assert "build-id recomputed" in out
+    cypatch("--target-layout", "fallback", "-o", b, e["so"], check=0)
+    cypatch("--target-layout", "fallback", "--keep-build-id", "-o", kept, e["so"], check=0)
+    assert build_id(a) != build_id(e["so"]) and len(build_id(a)) == len(build_id(e["so"]))
+    assert digest(a) == digest(b)  # same input, same bytes
+    assert build_id(kept) == build_id(e["so"])

@@ -169,7 +169,7 @@ def test_dry_run_prints_every_edit_and_writes_nothing(tmp_path):
     before = digest(work)
     out = cypatch("--target-layout", "bindings", "--dry-run", str(work), check=0).stdout
     assert digest(work) == before and os.listdir(tmp_path) == [work.name]
-    assert "references to rewrite for the bindings layout:" in out
+    assert "the plan for the bindings layout:" in out
     assert "disp32" in out and "new read-only data: " in out and "string blob 0 (lzss" in out
     assert "offset of the cimported names in their signature constant" in out
 

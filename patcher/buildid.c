@@ -1,0 +1,83 @@
+/*
+ * buildid.c - the GNU build-id, recomputed over the patched file.
+ */
+#include "buildid.h"
+#include "error.h"
+
+#include <elf.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The descriptor of the build-id note: its file offset and size. */
+static bool find_note(const cp_image *img, uint64_t *off, uint32_t *size)
+{
+	const struct cp_section *s = cp_image_section(img, ".note.gnu.build-id");
+	const uint8_t *p;
+	uint32_t namesz, descsz, type;
+
+	if (!s || s->type != SHT_NOTE || s->size < 12 || !(p = cp_image_bytes(img, s->offset, s->size)))
+		return false;
+	memcpy(&namesz, p, 4);
+	memcpy(&descsz, p + 4, 4);
+	memcpy(&type, p + 8, 4);
+	if (type != NT_GNU_BUILD_ID || namesz != 4 || memcmp(p + 12, "GNU", 4) || descsz == 0 ||
+	    descsz > 32 || 16 + (uint64_t)descsz > s->size)
+		return false;
+	*off = s->offset + 16;
+	*size = descsz;
+	return true;
+}
+
+static cp_status digest(const uint8_t *data, size_t len, uint32_t size, uint8_t *md, cp_error *err)
+{
+	unsigned int n = 0;
+
+	if (!EVP_Digest(data, len, md, &n, size <= 20 ? EVP_sha1() : EVP_sha256(), NULL))
+		return cp_fail(err, CP_E_INTERNAL, "hashing the output for its build-id failed");
+	return CP_OK;
+}
+
+/* Inserts an edit where the sorted order wants it (the check searches them). */
+static cp_status insert_edit(const cp_image *img, struct cp_plan *p, uint64_t off, const uint8_t *bytes,
+			     uint32_t len, cp_error *err)
+{
+	size_t i = 0;
+
+	if (CP_GROW(p->edits, p->capedits, p->nedits + 1))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	while (i < p->nedits && p->edits[i].off < off)
+		i++;
+	if (i < p->nedits && p->edits[i].off < off + len)
+		return cp_fail(err, CP_E_INTERNAL, "%s: the build-id overlaps an edit", img->path);
+	memmove(&p->edits[i + 1], &p->edits[i], (p->nedits - i) * sizeof(*p->edits));
+	memset(&p->edits[i], 0, sizeof(p->edits[i]));
+	p->edits[i].kind = CP_EDIT_WORD;
+	p->edits[i].off = off;
+	p->edits[i].len = len;
+	memcpy(p->edits[i].bytes, bytes, len);
+	snprintf(p->edits[i].what, sizeof(p->edits[i].what), "GNU build-id recomputed");
+	p->nedits++;
+	return CP_OK;
+}
+
+cp_status cp_buildid_resign(const cp_image *img, struct cp_plan *plan, uint8_t *out, size_t outlen,
+			    bool *done, cp_error *err)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	uint64_t off;
+	uint32_t size;
+	cp_status st;
+
+	*done = false;
+	if (!find_note(img, &off, &size) || off + size > outlen)
+		return CP_OK;
+	memset(out + off, 0, size);
+	st = digest(out, outlen, size, md, err);
+	if (!st) {
+		memcpy(out + off, md, size);
+		st = insert_edit(img, plan, off, md, size, err);
+	}
+	*done = !st;
+	return st;
+}
