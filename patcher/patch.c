@@ -76,6 +76,11 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 	st = cp_image_open(in, &img, err);
 	if (!st)
 		st = cp_scan_run(img, rules, &scan, err);
+	if (st && img && !cp_scan_is_module(img)) {
+		res->outcome = CP_NOT_EXTENSION;
+		st = CP_OK;
+		goto done;
+	}
 	if (!st && !scan->layouts_seen) {
 		res->outcome = CP_NOTHING_MAPPED;
 		goto done;

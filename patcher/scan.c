@@ -208,6 +208,17 @@ static cp_status check_module(cp_scan *s, cp_error *err)
 	return CP_OK;
 }
 
+bool cp_scan_is_module(const cp_image *img)
+{
+	cp_scan s;
+	cp_error err;
+
+	memset(&s, 0, sizeof(s));
+	s.img = img;
+	s.path = img->path;
+	return check_module(&s, &err) == CP_OK;
+}
+
 cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
 {
 	cp_scan *s = calloc(1, sizeof(*s));

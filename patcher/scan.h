@@ -160,6 +160,10 @@ struct cp_scan {
 	char fallback_layout[2][32]; /* built against, accepted besides */
 };
 
+/* Whether img is a Cython extension module (exports PyInit_, names a
+ * Cython ABI): what cp_scan_run refuses first when it is not. */
+bool cp_scan_is_module(const cp_image *img);
+
 /* scan_strings.c: literals holding a mapped name, outside blobs. */
 cp_status cp_scan_strings(cp_scan *s, cp_error *err);
 

@@ -83,3 +83,33 @@ cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err)
 	}
 	return CP_OK;
 }
+
+cp_status cp_write_copy(const char *src, const char *target, mode_t mode, cp_error *err)
+{
+	char dir[4096], tmp[4200], buf[1 << 16];
+	int in = open(src, O_RDONLY | O_CLOEXEC), fd = -1, saved = 0;
+	ssize_t n = 0;
+
+	dir_of(target, dir, sizeof(dir));
+	snprintf(tmp, sizeof(tmp), "%s/.cypatch-XXXXXX", dir);
+	if (in < 0)
+		return cp_fail(err, CP_E_INPUT, "%s: cannot open: %s", src, strerror(errno));
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		saved = errno;
+		close(in);
+		return cp_fail(err, CP_E_IO, "%s: cannot create a file in %s: %s", target, dir, strerror(saved));
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0 && !write_all(fd, (const uint8_t *)buf, (size_t)n))
+		;
+	saved = errno;
+	if (n != 0 || fchmod(fd, mode & 07777) || fsync(fd) || close(fd)) {
+		if (!saved)
+			saved = errno;
+		close(in);
+		unlink(tmp);
+		return cp_fail(err, CP_E_IO, "%s: writing the copy failed: %s", target, strerror(saved));
+	}
+	close(in);
+	return cp_write_commit(tmp, target, err);
+}

@@ -16,4 +16,7 @@ cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mod
 /* Renames tmp over target and flushes the directory; unlinks tmp on failure. */
 cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err);
 
+/* Copies src to target through a temporary file and a rename. */
+cp_status cp_write_copy(const char *src, const char *target, mode_t mode, cp_error *err);
+
 #endif

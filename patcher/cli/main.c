@@ -6,13 +6,15 @@
 
 static const char usage[] =
 	"usage: cypatch [--version] [--help] COMMAND [ARGS]\n"
-	"       cypatch --target-layout LAYOUT [-o OUT | --in-place] [--dry-run] EXT.so\n"
+	"       cypatch --target-layout LAYOUT|fallback [-o OUT | --in-place] [--dry-run] EXT.so\n"
+	"       cypatch repair -w DIR -t LAYOUT|fallback WHEEL...\n"
 	"\n"
 	"Repairs compiled Cython extensions whose provider modules moved between\n"
 	"layouts (cuda-python's cuda.ccudart -> cuda.bindings.cyruntime, ...).\n"
 	"\n"
 	"commands:\n"
 	"  show    list what an extension references, per layout\n"
+	"  repair  patch the extensions of wheels (auditwheel-style)\n"
 	"  --target-layout LAYOUT   rewrite an extension to bind to LAYOUT\n"
 	"          (legacy or bindings; 'cypatch --target-layout --help')\n"
 	"\n"
@@ -34,6 +36,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "show"))
 		return cmd_show(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "repair"))
+		return cmd_repair(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-t") || !strncmp(argv[1], "--target-layout", 15))
 		return cmd_retarget(argc, argv);
 	fprintf(stderr, "cypatch: '%s' is not a command (see 'cypatch --help')\n", argv[1]);

@@ -1,0 +1,181 @@
+/* repair.c - `cypatch repair`: the wheel step of a packaging pipeline. */
+#include "common.h"
+
+#include "repair.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_RULES 32
+
+static const char usage[] =
+	"usage: cypatch repair -w DIR -t LAYOUT [--relax-requires] [--json] WHEEL...\n"
+	"\n"
+	"Writes each WHEEL again into DIR with every extension that references a\n"
+	"mapped layout patched for LAYOUT (legacy, bindings or fallback; see\n"
+	"'cypatch --target-layout --help'). Other members keep their compressed\n"
+	"bytes; RECORD is rewritten for what changed and <dist-info>/cypatch.json\n"
+	"records what was done. The same input gives the same bytes. A wheel that\n"
+	"needs nothing is copied. A hostile or broken wheel (paths leaving the\n"
+	"target, symlinks, duplicate names, implausible sizes, a RECORD that does\n"
+	"not match) is refused and nothing is written for it.\n"
+	"\n"
+	"  -w, --wheel-dir DIR         where the repaired wheels go\n"
+	"  -t, --target-layout LAYOUT  legacy, bindings or fallback\n"
+	"      --relax-requires        widen the cuda-python / cuda-bindings\n"
+	"                              requirement in METADATA to what the patched\n"
+	"                              wheel supports (docs/repair.md)\n"
+	"      --no-fallback           refuse what strings alone cannot express\n"
+	"      --keep-build-id         keep the extensions' GNU build-ids\n"
+	"      --json                  print a JSON summary on stdout\n"
+	"      --rules FILE            add a rules file to the built-in ones\n"
+	"  -h, --help                  show this help\n"
+	"\n"
+	"A progress line per wheel goes to stderr when it is a terminal.\n"
+	"Exit status: 0 every wheel written, 2 a bad wheel or extension, 3 bad\n"
+	"rules, 64 usage error, 74 output error (the first failure's status).\n";
+
+struct opts {
+	struct cp_repair_opts r;
+	const char *rules[MAX_RULES];
+	int nrules, json;
+};
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "wheel-dir", required_argument, NULL, 'w' },
+		{ "target-layout", required_argument, NULL, 't' },
+		{ "relax-requires", no_argument, NULL, 'R' },
+		{ "no-fallback", no_argument, NULL, 'F' },
+		{ "keep-build-id", no_argument, NULL, 'K' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "rules", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct stat sb;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "w:t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'w': o->r.outdir = optarg; break;
+		case 't': o->r.layout = optarg; break;
+		case 'R': o->r.relax_requires = true; break;
+		case 'F': o->r.no_fallback = true; break;
+		case 'K': o->r.keep_build_id = true; break;
+		case 'j': o->json = 1; break;
+		case 'r':
+			if (o->nrules == MAX_RULES)
+				return cli_usage_error("repair", "more than %s --rules files", "32");
+			o->rules[o->nrules++] = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		default:
+			return cli_usage_error("repair", "%s", "unknown option");
+		}
+	}
+	if (!o->r.outdir || !o->r.layout)
+		return cli_usage_error("repair", "%s", "needs -w DIR and -t LAYOUT");
+	if (optind == argc)
+		return cli_usage_error("repair", "%s", "expects at least one WHEEL");
+	if (stat(o->r.outdir, &sb) || !S_ISDIR(sb.st_mode))
+		return cli_usage_error("repair", "-w %s: not a directory", o->r.outdir);
+	return 0;
+}
+
+static const char *outcome(enum cp_patch_outcome k)
+{
+	static const char *const names[] = { "patched", "planned", "already", "no-mapped-reference",
+					     "not-an-extension" };
+
+	return names[k];
+}
+
+static void print_text(const char *wheel, const struct cp_repair_result *r)
+{
+	size_t i;
+
+	if (r->untouched) {
+		printf("%s: needs nothing (%zu extension%s, none to patch); copied -> %s\n", wheel, r->next,
+		       r->next == 1 ? "" : "s", r->out);
+		return;
+	}
+	printf("%s: %zu of %zu extensions patched%s -> %s\n", wheel, r->npatched, r->next,
+	       r->metadata_changed ? ", METADATA requirement relaxed" : "", r->out);
+	for (i = 0; i < r->next; i++)
+		printf("  %-18s %s%s\n", outcome(r->ext[i].r.outcome), r->ext[i].path,
+		       r->ext[i].r.outcome == CP_PATCHED && r->ext[i].r.fallback ? " (fallback stub)" : "");
+	for (i = 0; i < r->nsources; i++)
+		printf("  %-18s %s\n", "imports-rewritten", r->sources[i]);
+	if (r->left)
+		printf("  note: %d import line%s naming cuda in Python sources %s a shape cypatch does not "
+		       "rewrite (parentheses, continuation lines, `import a.b.c` without `as`)\n", r->left,
+		       r->left == 1 ? "" : "s", r->left == 1 ? "has" : "have");
+}
+
+static json_t *summary(const char *wheel, const struct cp_repair_result *r, const cp_error *err)
+{
+	json_t *exts = json_array();
+	size_t i;
+
+	for (i = 0; r && i < r->next; i++)
+		json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:s?}", "path", r->ext[i].path,
+						      "outcome", outcome(r->ext[i].r.outcome), "fallback_stub",
+						      r->ext[i].r.outcome == CP_PATCHED && r->ext[i].r.fallback, "covered",
+						      r->ext[i].r.covered[0] ? r->ext[i].r.covered : NULL));
+	json_t *srcs = json_array();
+
+	for (i = 0; r && i < r->nsources; i++)
+		json_array_append_new(srcs, json_string(r->sources[i]));
+	return json_pack("{s:s, s:s?, s:b, s:b, s:o, s:o, s:i, s:s?}", "wheel", wheel, "output",
+			 err ? NULL : r->out, "untouched", r && !err && r->untouched, "metadata_changed",
+			 r && r->metadata_changed, "extensions", exts, "python_sources", srcs, "import_lines_left",
+			 r ? r->left : 0, "error", err ? err->msg : NULL);
+}
+
+int cmd_repair(int argc, char **argv)
+{
+	struct opts o;
+	cp_rules *rules = NULL;
+	cp_error err = { CP_OK, "" };
+	json_t *all = json_array();
+	int rc, first = 0, i, tty = isatty(STDERR_FILENO);
+
+	memset(&o, 0, sizeof(o));
+	rc = parse(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (strcmp(o.r.layout, "fallback") && strcmp(o.r.layout, "legacy") && strcmp(o.r.layout, "bindings"))
+		return cli_usage_error("repair", "no layout named '%s'", o.r.layout);
+	if (cli_load_rules(&rules, o.rules, o.nrules, &err))
+		return cli_error(&err);
+	for (i = optind; i < argc; i++) {
+		struct cp_repair_result r;
+		cp_status st;
+
+		if (tty)
+			fprintf(stderr, "[%d/%d] %s\n", i - optind + 1, argc - optind, argv[i]);
+		st = cp_repair_wheel(argv[i], rules, &o.r, &r, &err);
+		if (st) {
+			cli_error(&err);
+			first = first ? first : (int)st;
+		} else if (!o.json) {
+			print_text(argv[i], &r);
+		}
+		json_array_append_new(all, summary(argv[i], &r, st ? &err : NULL));
+		cp_repair_result_free(&r);
+	}
+	if (o.json && (json_dumpf(all, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', stdout) == EOF))
+		first = first ? first : CP_E_IO;
+	json_decref(all);
+	cp_rules_free(rules);
+	return first;
+}

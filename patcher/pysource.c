@@ -1,0 +1,291 @@
+/*
+ * pysource.c - import statements of a wheel's Python sources (see
+ * pysource.h). Line-based on purpose: only one-line `from P import ...`
+ * and `import P as x` statements are rewritten; anything else that names a
+ * mapped module is counted as left, for the report.
+ */
+#include "pysource.h"
+#include "error.h"
+#include "rules.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXN 32
+
+struct stmt {
+	bool from;                 /* from P import names; else import P as alias */
+	char pkg[256];
+	char name[MAXN][128], alias[MAXN][128];
+	int n;
+};
+
+struct out {
+	char *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->oom || CP_GROW(o->p, o->cap, o->n + n + 1)) {
+		o->oom = true;
+		return;
+	}
+	memcpy(o->p + o->n, s, n);
+	o->n += n;
+	o->p[o->n] = '\0';
+}
+
+static void puts_(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+/* A dotted name at *p; returns its length (0 if none). */
+static size_t dotted(const char **p, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	while (**p == ' ')
+		(*p)++;
+	while ((isalnum((unsigned char)**p) || **p == '_' || **p == '.') && n + 1 < size)
+		buf[n++] = *(*p)++;
+	buf[n] = '\0';
+	return n;
+}
+
+static bool word(const char **p, const char *w)
+{
+	size_t n = strlen(w);
+
+	while (**p == ' ')
+		(*p)++;
+	if (strncmp(*p, w, n) || (isalnum((unsigned char)(*p)[n]) || (*p)[n] == '_'))
+		return false;
+	*p += n;
+	return true;
+}
+
+/* Parses one statement (indentation removed, comment cut). */
+static bool parse(const char *s, struct stmt *st)
+{
+	const char *p = s;
+
+	memset(st, 0, sizeof(*st));
+	if (word(&p, "from")) {
+		st->from = true;
+		if (!dotted(&p, st->pkg, sizeof(st->pkg)) || !word(&p, "import"))
+			return false;
+	} else if (!word(&p, "import")) {
+		return false;
+	}
+	do {
+		if (st->n == MAXN || !dotted(&p, st->from ? st->name[st->n] : st->pkg, 128))
+			return false;
+		if (word(&p, "as") && !dotted(&p, st->alias[st->n], 128))
+			return false;
+		st->n++;
+		while (*p == ' ')
+			p++;
+	} while (st->from && *p == ',' && p++);
+	while (*p == ' ')
+		p++;
+	return !*p && (st->from || (st->n == 1 && st->alias[0][0]));
+}
+
+/* The layout a statement binds to, or -1 when it names no mapped module. */
+static int stmt_layout(const cp_rules *r, const struct stmt *st)
+{
+	char full[400];
+	int lay = cp_rules_module_layout(r, st->pkg), i;
+
+	if (lay >= 0 || !st->from)
+		return lay;
+	for (i = 0; i < st->n; i++) {
+		snprintf(full, sizeof(full), "%s.%s", st->pkg, st->name[i]);
+		if (cp_rules_module_layout(r, full) >= 0)
+			return cp_rules_module_layout(r, full);
+	}
+	return cp_rules_package_layout(r, st->pkg);
+}
+
+/* The statement for layout `to`, into o; false when a name has no place there. */
+static bool translate(const cp_rules *r, const struct stmt *st, int to, struct out *o)
+{
+	const char *m = cp_rules_map(r, st->pkg, to);
+	char full[400], buf[800];
+	int i;
+
+	if (m || !st->from) {
+		if (!m)
+			return false;
+		if (!st->from) {
+			snprintf(buf, sizeof(buf), "import %s as %s", m, st->alias[0]);
+			puts_(o, buf);
+			return true;
+		}
+		snprintf(buf, sizeof(buf), "from %s import ", m);
+		puts_(o, buf);
+		for (i = 0; i < st->n; i++) {
+			snprintf(buf, sizeof(buf), "%s%s%s%s", i ? ", " : "", st->name[i], st->alias[i][0] ? " as " : "",
+				 st->alias[i]);
+			puts_(o, buf);
+		}
+		return true;
+	}
+	for (i = 0; i < st->n; i++) { /* from a package: each name is a module */
+		const char *t, *dot;
+
+		snprintf(full, sizeof(full), "%s.%s", st->pkg, st->name[i]);
+		t = cp_rules_map(r, full, to);
+		dot = t ? strrchr(t, '.') : NULL;
+		if (!dot)
+			return false;
+		snprintf(buf, sizeof(buf), "%sfrom %.*s import %s as %s", i ? "; " : "", (int)(dot - t), t, dot + 1,
+			 st->alias[i][0] ? st->alias[i] : st->name[i]);
+		puts_(o, buf);
+	}
+	return true;
+}
+
+/* full and each of its parent packages, as tuple items not yet there
+ * (the tuple starts at o->p + from). */
+static void add_prefixes(const char *full, struct out *o, size_t from)
+{
+	const char *c = full;
+	char one[420];
+
+	do {
+		c = strchr(c + 1, '.');
+		snprintf(one, sizeof(one), "'%.*s', ", (int)(c ? (size_t)(c - full) : strlen(full)), full);
+		if (!o->p || !strstr(o->p + from, one))
+			puts_(o, one);
+	} while (c);
+}
+
+/* The module names a statement imports and their parents, as a tuple. */
+static void names_tuple(const struct stmt *st, struct out *o)
+{
+	char full[400];
+	size_t from = o->n;
+	int i;
+
+	puts_(o, "(");
+	add_prefixes(st->pkg, o, from);
+	for (i = 0; st->from && i < st->n; i++) {
+		snprintf(full, sizeof(full), "%s.%s", st->pkg, st->name[i]);
+		add_prefixes(full, o, from);
+	}
+	puts_(o, ")");
+}
+
+/* One line: rewritten into o, or copied. */
+static void line(const cp_rules *r, const char *layout, const char *s, size_t n, struct out *o,
+		 struct cp_pysource_counts *c)
+{
+	char text[1024], stmt_text[1024];
+	size_t ind = 0, k;
+	struct stmt st;
+	int lay, to;
+	bool fallback = !strcmp(layout, "fallback");
+
+	while (ind < n && (s[ind] == ' ' || s[ind] == '\t'))
+		ind++;
+	if (n - ind >= sizeof(text) || n == ind) {
+		put(o, s, n);
+		return;
+	}
+	memcpy(text, s + ind, n - ind);
+	text[n - ind] = '\0';
+	k = strcspn(text, "#\r");
+	memcpy(stmt_text, text, k);
+	stmt_text[k] = '\0';
+	while (k && stmt_text[k - 1] == ' ')
+		stmt_text[--k] = '\0';
+	if (!parse(stmt_text, &st)) {
+		/* an import of another shape (parentheses, continuation, several
+		 * modules, `import a.b.c` used through attributes) naming cuda */
+		c->left += (!strncmp(text, "from cuda", 9) || !strncmp(text, "import cuda", 11));
+		put(o, s, n);
+		return;
+	}
+	if ((lay = stmt_layout(r, &st)) < 0) {
+		put(o, s, n);
+		return;
+	}
+	to = fallback ? !lay : cp_rules_layout_index(r, layout);
+	if (to == lay) {
+		put(o, s, n);
+		return;
+	}
+	if (fallback) {
+		struct out alt = { 0 };
+
+		if (!translate(r, &st, to, &alt)) {
+			free(alt.p);
+			c->left++;
+			put(o, s, n);
+			return;
+		}
+		put(o, s, ind);
+		puts_(o, "try:\n");
+		put(o, s, ind);
+		puts_(o, "    ");
+		put(o, s + ind, n - ind);
+		puts_(o, "\n");
+		put(o, s, ind);
+		puts_(o, "except ModuleNotFoundError as _cypatch_e:  # cypatch: the other cuda-python layout\n");
+		put(o, s, ind);
+		puts_(o, "    if _cypatch_e.name not in ");
+		names_tuple(&st, o);
+		puts_(o, ":\n");
+		put(o, s, ind);
+		puts_(o, "        raise\n");
+		put(o, s, ind);
+		puts_(o, "    ");
+		puts_(o, alt.p ? alt.p : "");
+		free(alt.p);
+	} else {
+		size_t mark = o->n;
+
+		put(o, s, ind);
+		if (!translate(r, &st, to, o)) {
+			o->n = mark;
+			c->left++;
+			put(o, s, n);
+			return;
+		}
+		if (text[k] == '#')
+			puts_(o, "  "), puts_(o, text + k);
+	}
+	c->rewritten++;
+}
+
+cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules, const char *layout,
+			      char **out, size_t *outlen, struct cp_pysource_counts *c, cp_error *err)
+{
+	struct out o = { 0 };
+	const char *p = src, *end = src + len;
+
+	memset(c, 0, sizeof(*c));
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((eol ? eol : end) - p);
+
+		line(rules, layout, p, n, &o, c);
+		if (eol)
+			put(&o, "\n", 1);
+		p = eol ? eol + 1 : end;
+	}
+	if (o.oom || (!o.p && len)) {
+		free(o.p);
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	}
+	*out = o.p ? o.p : strdup("");
+	*outlen = o.n;
+	return *out ? CP_OK : cp_fail(err, CP_E_INTERNAL, "out of memory");
+}

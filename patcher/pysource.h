@@ -1,0 +1,25 @@
+/*
+ * pysource.h - the Python sources of a wheel: one-line import statements
+ * of mapped modules, rewritten for a layout (docs/repair.md).
+ *
+ *   legacy/bindings: `from cuda.bindings import driver, runtime` becomes
+ *     `from cuda import cuda as driver; from cuda import cudart as runtime`.
+ *   fallback: the statement is wrapped in try/except ModuleNotFoundError
+ *     (re-raised unless it names the statement's own module or a parent),
+ *     the except branch importing the other layout.
+ */
+#ifndef CP_PYSOURCE_H
+#define CP_PYSOURCE_H
+
+#include <stddef.h>
+#include "cypatch.h"
+
+struct cp_pysource_counts {
+	int rewritten;  /* statements rewritten */
+	int left;       /* import lines naming cuda of a shape not rewritten */
+};
+
+cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules, const char *layout,
+			      char **out, size_t *outlen, struct cp_pysource_counts *c, cp_error *err);
+
+#endif

@@ -1,0 +1,432 @@
+/*
+ * repair.c - a wheel through cypatch (see repair.h).
+ *
+ * Extensions are unpacked one at a time into a private directory beside
+ * the output (the patcher maps files), patched there, and read back. The
+ * new archive is written by libzip to a temporary file in the output
+ * directory: unchanged members as their raw compressed bytes, changed ones
+ * deflated; it is read back and checked as any input wheel would be (every
+ * member against RECORD) before it is renamed into place.
+ */
+#include "repair.h"
+#include "error.h"
+#include "pysource.h"
+#include "requires.h"
+#include "wheel.h"
+#include "write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct job {
+	const struct cp_repair_opts *o;
+	const cp_rules *rules;
+	struct cp_wheel *w;
+	struct cp_repair_result *res;
+	cp_error *err;
+	char dir[4096];          /* private unpacking directory */
+	uint8_t **data;          /* per member: new bytes, or NULL to copy */
+	size_t *len;
+	uint8_t *note;           /* cypatch.json */
+	size_t note_len;
+	char *note_name;
+};
+
+static bool is_extension(const struct cp_wheel_member *m)
+{
+	size_t n = strlen(m->name);
+
+	return !m->dir && ((n > 3 && !strcmp(m->name + n - 3, ".so")) || strstr(m->name, ".so."));
+}
+
+static cp_status slurp(const char *path, uint8_t **data, size_t *len, cp_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	size_t got = 0;
+
+	*data = NULL;
+	if (!f || fstat(fileno(f), &sb) || !(*data = malloc((size_t)sb.st_size + 1)) ||
+	    (got = fread(*data, 1, (size_t)sb.st_size, f)) != (size_t)sb.st_size) {
+		if (f)
+			fclose(f);
+		free(*data);
+		*data = NULL;
+		return cp_fail(err, CP_E_IO, "%s: cannot read it back", path);
+	}
+	fclose(f);
+	*len = got;
+	return CP_OK;
+}
+
+/* An error about a file in the private directory, told about the member. */
+static cp_status about_member(struct job *j, const char *tmp, size_t i, cp_status st)
+{
+	char msg[2 * sizeof(j->err->msg) + 4096];
+	size_t n = strlen(tmp);
+	const char *rest = !strncmp(j->err->msg, tmp, n) ? j->err->msg + n : j->err->msg;
+
+	snprintf(msg, sizeof(msg), "%s: %s%s%s", j->w->path, j->w->m[i].name, rest == j->err->msg ? ": " : "", rest);
+	memcpy(j->err->msg, msg, sizeof(j->err->msg) - 1);
+	j->err->msg[sizeof(j->err->msg) - 1] = '\0';
+	return st;
+}
+
+static cp_status patch_member(struct job *j, size_t i)
+{
+	struct cp_repair_member *x = &j->res->ext[j->res->next];
+	struct cp_patch_opts po;
+	char in[4200], out[4200];
+	uint8_t *data;
+	size_t len;
+	cp_status st = cp_wheel_read(j->w, i, &data, &len, j->err);
+
+	if (st)
+		return st;
+	snprintf(in, sizeof(in), "%s/in.so", j->dir);
+	snprintf(out, sizeof(out), "%s/out.so", j->dir);
+	st = cp_write_temp(in, data, len, 0755, in, sizeof(in), j->err);
+	free(data);
+	if (st)
+		return st;
+	memset(&po, 0, sizeof(po));
+	po.layout = j->o->layout;
+	po.no_fallback = j->o->no_fallback;
+	po.keep_build_id = j->o->keep_build_id;
+	st = cp_patch_file(in, out, j->rules, &po, &x->r, j->err);
+	if (!st && x->r.outcome == CP_PATCHED) {
+		st = slurp(out, &j->data[i], &j->len[i], j->err);
+		j->res->npatched += !st;
+	}
+	unlink(in);
+	unlink(out);
+	return st ? about_member(j, in, i, st) : CP_OK;
+}
+
+static cp_status patch_extensions(struct job *j)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < j->w->n; i++) {
+		if (!is_extension(&j->w->m[i]))
+			continue;
+		if (CP_GROW(j->res->ext, j->res->capext, j->res->next + 1))
+			return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+		memset(&j->res->ext[j->res->next], 0, sizeof(j->res->ext[0]));
+		j->res->ext[j->res->next].path = strdup(j->w->m[i].name);
+		st = patch_member(j, i);
+		j->res->next++;
+	}
+	return st;
+}
+
+static bool is_source(const struct cp_wheel_member *m)
+{
+	size_t n = strlen(m->name);
+
+	return !m->dir && n > 3 && !strcmp(m->name + n - 3, ".py");
+}
+
+/* Import statements of mapped modules in the wheel's Python sources. */
+static cp_status rewrite_sources(struct job *j)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < j->w->n; i++) {
+		struct cp_pysource_counts c;
+		uint8_t *text;
+		char *out = NULL;
+		size_t len, outlen;
+
+		if (!is_source(&j->w->m[i]) || (st = cp_wheel_read(j->w, i, &text, &len, j->err)))
+			continue;
+		if (memmem(text, len, "cuda", 4))
+			st = cp_pysource_rewrite((const char *)text, len, j->rules, j->o->layout, &out, &outlen, &c,
+						 j->err);
+		free(text);
+		if (st || !out)
+			continue;
+		j->res->left += c.left;
+		if (!c.rewritten) {
+			free(out);
+			continue;
+		}
+		j->res->statements += c.rewritten;
+		j->data[i] = (uint8_t *)out;
+		j->len[i] = outlen;
+		if (CP_GROW(j->res->sources, j->res->capsources, j->res->nsources + 1) ||
+		    !(j->res->sources[j->res->nsources++] = strdup(j->w->m[i].name)))
+			st = cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	}
+	return st;
+}
+
+static cp_status relax_metadata(struct job *j)
+{
+	char name[4200];
+	zip_int64_t at;
+	uint8_t *meta;
+	size_t len;
+	char *out;
+	size_t outlen;
+	bool changed;
+	cp_status st;
+
+	snprintf(name, sizeof(name), "%s/METADATA", j->w->dist_info);
+	at = zip_name_locate(j->w->zip, name, 0);
+	if (at < 0)
+		return cp_fail(j->err, CP_E_INPUT, "%s: no %s to relax", j->w->path, name);
+	st = cp_wheel_read(j->w, (size_t)at, &meta, &len, j->err);
+	if (!st)
+		st = cp_relax_requires((const char *)meta, len, j->o->layout, &out, &outlen, &changed, j->err);
+	free(meta);
+	if (st || !changed) {
+		if (!st)
+			free(out);
+		return st;
+	}
+	j->data[at] = (uint8_t *)out;
+	j->len[at] = outlen;
+	j->res->metadata_changed = true;
+	return CP_OK;
+}
+
+static const char *outcome_name(enum cp_patch_outcome o)
+{
+	static const char *const names[] = { "patched", "planned", "already", "no-mapped-reference",
+					     "not-an-extension" };
+
+	return names[o];
+}
+
+/* <dist-info>/cypatch.json: what was done, reproducibly (no time, no path). */
+static cp_status make_note(struct job *j)
+{
+	json_t *doc = json_object(), *files = json_array();
+	size_t i;
+
+	json_object_set_new(doc, "cypatch", json_string(CYPATCH_VERSION));
+	json_object_set_new(doc, "target_layout", json_string(j->o->layout));
+	json_object_set_new(doc, "relax_requires", json_boolean(j->res->metadata_changed));
+	for (i = 0; i < j->res->next; i++) {
+		const struct cp_repair_member *x = &j->res->ext[i];
+
+		json_array_append_new(files, json_pack("{s:s, s:s, s:b, s:I, s:b}", "path", x->path, "outcome",
+						       outcome_name(x->r.outcome), "fallback_stub", x->r.fallback,
+						       "references", (json_int_t)x->r.nchanged, "build_id_recomputed",
+						       x->r.build_id));
+	}
+	json_object_set_new(doc, "extensions", files);
+	files = json_array();
+	for (i = 0; i < j->res->nsources; i++)
+		json_array_append_new(files, json_string(j->res->sources[i]));
+	json_object_set_new(doc, "python_sources", files);
+	json_object_set_new(doc, "import_statements_rewritten", json_integer(j->res->statements));
+	json_object_set_new(doc, "import_lines_left", json_integer(j->res->left));
+	j->note = (uint8_t *)json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (!j->note || asprintf(&j->note_name, "%s/cypatch.json", j->w->dist_info) < 0)
+		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	j->note_len = strlen((char *)j->note);
+	return CP_OK;
+}
+
+/* RECORD for the new members and the note. */
+static cp_status make_record(struct job *j, uint8_t **rec, size_t *rec_len)
+{
+	struct cp_record *r = &j->w->record;
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < j->w->n; i++)
+		if (j->data[i] && i != j->w->record_at)
+			st = cp_record_set(r, j->w->m[i].name, j->data[i], j->len[i], j->err);
+	if (!st)
+		st = cp_record_set(r, j->note_name, j->note, j->note_len, j->err);
+	if (st)
+		return st;
+	*rec = (uint8_t *)cp_record_format(r, rec_len);
+	return *rec ? CP_OK : cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+}
+
+static cp_status zip_failed(struct job *j, zip_t *z, const char *what)
+{
+	return cp_fail(j->err, CP_E_IO, "%s: %s: %s", j->res->out, what, zip_strerror(z));
+}
+
+/* Adds member i (new bytes, or the raw compressed bytes of the input). */
+static cp_status add_member(struct job *j, zip_t *z, size_t i, const char *name, const uint8_t *data,
+			    size_t len)
+{
+	const struct cp_wheel_member *m = &j->w->m[i];
+	zip_source_t *src = data ? zip_source_buffer(z, data, len, 0)
+				 : zip_source_zip(z, j->w->zip, i, ZIP_FL_COMPRESSED, 0, -1);
+	zip_int64_t at;
+
+	if (!src)
+		return zip_failed(j, z, name);
+	at = zip_file_add(z, name, src, ZIP_FL_ENC_GUESS);
+	if (at < 0) {
+		zip_source_free(src);
+		return zip_failed(j, z, name);
+	}
+	if (zip_set_file_compression(z, (zip_uint64_t)at, data ? ZIP_CM_DEFLATE : m->comp_method, 0) ||
+	    zip_file_set_mtime(z, (zip_uint64_t)at, m->mtime, 0) ||
+	    zip_file_set_external_attributes(z, (zip_uint64_t)at, 0, m->opsys, m->attr))
+		return zip_failed(j, z, name);
+	return CP_OK;
+}
+
+static cp_status write_zip(struct job *j, const char *tmp, const uint8_t *rec, size_t rec_len)
+{
+	int zerr = 0;
+	zip_t *z = zip_open(tmp, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
+	cp_status st = CP_OK;
+	size_t i;
+
+	if (!z)
+		return cp_fail(j->err, CP_E_IO, "%s: cannot create the archive", tmp);
+	for (i = 0; !st && i < j->w->n; i++) {
+		if (i == j->w->record_at) {
+			st = add_member(j, z, i, j->note_name, j->note, j->note_len);
+			if (!st)
+				st = add_member(j, z, i, j->w->m[i].name, rec, rec_len);
+		} else {
+			st = add_member(j, z, i, j->w->m[i].name, j->data[i], j->len[i]);
+		}
+	}
+	if (st) {
+		zip_discard(z);
+		return st;
+	}
+	if (zip_close(z)) {
+		st = zip_failed(j, z, "writing the archive failed");
+		zip_discard(z);
+	}
+	return st;
+}
+
+/* A new file beside target (same directory), for rename. */
+static cp_status temp_beside(const char *target, char *tmp, size_t n, cp_error *err)
+{
+	char copy[4096];
+	int fd;
+
+	snprintf(copy, sizeof(copy), "%s", target);
+	snprintf(tmp, n, "%s/.cypatch-XXXXXX", dirname(copy));
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return cp_fail(err, CP_E_IO, "%s: cannot create a file beside it: %s", target, strerror(errno));
+	close(fd);
+	return CP_OK;
+}
+
+/* The new archive, checked like any input wheel, renamed into place. */
+static cp_status write_wheel(struct job *j)
+{
+	uint8_t *rec = NULL;
+	size_t rec_len = 0;
+	char tmp[4200];
+	struct cp_wheel *check = NULL;
+	cp_status st = make_note(j);
+
+	if (!st)
+		st = make_record(j, &rec, &rec_len);
+	if (!st)
+		st = temp_beside(j->res->out, tmp, sizeof(tmp), j->err);
+	if (st) {
+		free(rec);
+		return st;
+	}
+	st = write_zip(j, tmp, rec, rec_len);
+	if (!st) {
+		st = cp_wheel_open(tmp, &check, j->err);
+		if (st)
+			snprintf(j->err->msg, sizeof(j->err->msg), "%s: the repaired wheel failed its check",
+				 j->w->path);
+		cp_wheel_close(check);
+	}
+	if (!st)
+		st = cp_write_commit(tmp, j->res->out, j->err);
+	else
+		unlink(tmp);
+	free(rec);
+	return st;
+}
+
+static void cleanup(struct job *j)
+{
+	size_t i;
+
+	for (i = 0; j->w && i < j->w->n; i++)
+		free(j->data[i]);
+	free(j->data);
+	free(j->len);
+	free(j->note);
+	free(j->note_name);
+	if (j->dir[0])
+		rmdir(j->dir);
+	cp_wheel_close(j->w);
+}
+
+cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct cp_repair_opts *o,
+			  struct cp_repair_result *res, cp_error *err)
+{
+	struct job j;
+	char copy[4096];
+	cp_status st;
+
+	memset(&j, 0, sizeof(j));
+	memset(res, 0, sizeof(*res));
+	j.o = o;
+	j.rules = rules;
+	j.res = res;
+	j.err = err;
+	snprintf(copy, sizeof(copy), "%s", wheel);
+	if ((size_t)snprintf(res->out, sizeof(res->out), "%s/%s", o->outdir, basename(copy)) >= sizeof(res->out))
+		return cp_fail(err, CP_E_USAGE, "%s: output path too long", wheel);
+	st = cp_wheel_open(wheel, &j.w, err);
+	if (!st && (!(j.data = calloc(j.w->n, sizeof(*j.data))) || !(j.len = calloc(j.w->n, sizeof(*j.len)))))
+		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
+	if (!st && (size_t)snprintf(j.dir, sizeof(j.dir), "%s/.cypatch-XXXXXX", o->outdir) < sizeof(j.dir) &&
+	    !mkdtemp(j.dir)) {
+		j.dir[0] = '\0';
+		st = cp_fail(err, CP_E_IO, "%s: cannot write there: %s", o->outdir, strerror(errno));
+	}
+	if (!st)
+		st = patch_extensions(&j);
+	if (!st)
+		st = rewrite_sources(&j);
+	if (!st && o->relax_requires)
+		st = relax_metadata(&j);
+	res->untouched = !st && !res->npatched && !res->metadata_changed && !res->nsources;
+	if (!st && res->untouched)
+		st = cp_write_copy(wheel, res->out, 0644, err);
+	else if (!st)
+		st = write_wheel(&j);
+	cleanup(&j);
+	return st;
+}
+
+void cp_repair_result_free(struct cp_repair_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < res->next; i++)
+		free(res->ext[i].path);
+	free(res->ext);
+	for (i = 0; i < res->nsources; i++)
+		free(res->sources[i]);
+	free(res->sources);
+	memset(res, 0, sizeof(*res));
+}

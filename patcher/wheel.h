@@ -1,0 +1,48 @@
+/*
+ * wheel.h - a wheel read with libzip and checked before anything trusts
+ * it: member names that stay inside the target, no symlinks, no duplicate
+ * names, sane declared sizes, one .dist-info with a RECORD that matches
+ * every member.
+ */
+#ifndef CP_WHEEL_H
+#define CP_WHEEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <zip.h>
+#include "cypatch.h"
+#include "record.h"
+
+/* Bounds on what a member may declare (zip bombs). */
+#define CP_WHEEL_MAX_MEMBER (4ull << 30)
+#define CP_WHEEL_MAX_TOTAL (32ull << 30)
+#define CP_WHEEL_MAX_RATIO 1000
+
+struct cp_wheel_member {
+	char *name;
+	uint64_t size, comp_size;
+	int32_t comp_method;
+	uint8_t opsys;
+	uint32_t attr;
+	time_t mtime;
+	bool dir;
+};
+
+struct cp_wheel {
+	char *path;
+	zip_t *zip;
+	struct cp_wheel_member *m;
+	size_t n;
+	char *dist_info;      /* "pkg-1.0.dist-info" */
+	size_t record_at;     /* index of RECORD */
+	struct cp_record record;
+};
+
+cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err);
+void cp_wheel_close(struct cp_wheel *w);
+
+/* The bytes of member i (at most its declared size). */
+cp_status cp_wheel_read(struct cp_wheel *w, size_t i, uint8_t **data, size_t *len, cp_error *err);
+
+#endif
