@@ -238,7 +238,7 @@ static void line(const cp_rules *r, const char *layout, const char *s, size_t n,
 		put(o, s + ind, n - ind);
 		puts_(o, "\n");
 		put(o, s, ind);
-		puts_(o, "except ModuleNotFoundError as _cypatch_e:  # cypatch: the other cuda-python layout\n");
+		puts_(o, "except ImportError as _cypatch_e:  # cypatch: the other cuda-python layout\n");
 		put(o, s, ind);
 		puts_(o, "    if _cypatch_e.name not in ");
 		names_tuple(&st, o);

@@ -4,8 +4,9 @@
  *
  *   legacy/bindings: `from cuda.bindings import driver, runtime` becomes
  *     `from cuda import cuda as driver; from cuda import cudart as runtime`.
- *   fallback: the statement is wrapped in try/except ModuleNotFoundError
- *     (re-raised unless it names the statement's own module or a parent),
+ *   fallback: the statement is wrapped in try/except ImportError
+ *     (re-raised unless its `name` is the statement's own module or a
+ *     parent: a missing module, or a missing name in a present package),
  *     the except branch importing the other layout.
  */
 #ifndef CP_PYSOURCE_H

@@ -191,7 +191,11 @@ cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err)
 		zip_error_t ze;
 
 		zip_error_init_with_code(&ze, zerr);
-		st = cp_fail(err, CP_E_INPUT, "%s: not a readable zip archive: %s", path, zip_error_strerror(&ze));
+		st = zerr == ZIP_ER_EXISTS
+			     ? cp_fail(err, CP_E_INPUT, "%s: a member name appears twice (libzip: %s)", path,
+				       zip_error_strerror(&ze))
+			     : cp_fail(err, CP_E_INPUT, "%s: not a readable zip archive: %s", path,
+				       zip_error_strerror(&ze));
 		zip_error_fini(&ze);
 	}
 	n = st ? 0 : zip_get_num_entries(w->zip, 0);

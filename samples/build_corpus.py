@@ -43,6 +43,10 @@ PROVIDER_CYTHON = "3.1.8"
 CUDA_PYTHON = {"legacy": ("cuda-python", "12.5.0"), "bindings": ("cuda-python", "12.6.2.post1")}
 # The runtime-only environment of cuda-python 13 (no legacy modules at all).
 CUDA_BINDINGS_13 = [("cuda-bindings", "13.0.3"), ("cuda-pathfinder", "1.3.3")]
+# A real wheel from PyPI built against the bindings layout (rmm 25.02 cimports
+# cuda.bindings.cyruntime, imports cuda.bindings at Python level), and what
+# installing it next to cuda-python 12.5.0 needs besides.
+REAL_WHEELS = [("rmm-cu12", "25.2.0"), ("numpy", "2.1.3")]
 # The last 12.x line: the cuda-bindings wheel, `cuda` a namespace package.
 CUDA_BINDINGS_129 = [("cuda-bindings", "12.9.4"), ("cuda-pathfinder", "1.3.3")]
 CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
@@ -99,6 +103,19 @@ def ensure_cython(cache, version):
         pip("install", "--no-deps", "--only-binary=:all:", "--target", target, "cython==" + version)
         open(os.path.join(target, ".done"), "w").close()
     return target
+
+
+def download_wheel(cache, name, version):
+    """A wheel for this interpreter in cache/wheels, downloaded once."""
+    wheels = os.path.join(cache, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    norm = name.replace("-", "_")
+    found = [w for w in os.listdir(wheels) if w.startswith("%s-%s-" % (norm, version))]
+    if not found:
+        log("downloading %s %s from PyPI" % (name, version))
+        pip("download", "--no-deps", "--only-binary=:all:", "-d", wheels, "%s==%s" % (name, version))
+        found = [w for w in os.listdir(wheels) if w.startswith("%s-%s-" % (norm, version))]
+    return os.path.join(wheels, sorted(found)[0])
 
 
 def ensure_wheel(cache, name, version, tree=None):
@@ -384,6 +401,7 @@ def main(argv):
     for name, version in CUDA_BINDINGS_129:
         ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
+    real_wheels = {name: download_wheel(cache, name, version) for name, version in REAL_WHEELS}
     entries = build_all(cache, list(jobs(cache, sites, cuda_trees)))
     write_manifest(cache, {
         "python": sys.version.split()[0], "ext_suffix": EXT, "cythons": CYTHONS,
@@ -392,7 +410,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "foreign": foreign, "entries": entries})
+        "real_wheels": real_wheels, "foreign": foreign, "entries": entries})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,268 @@
+"""`cypatch repair`: wheels in, repaired wheels out, judged by pip installing
+them and CPython importing them; hostile wheels refused."""
+import base64
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import ENTRIES, MANIFEST, cypatch
+from test_imports import EXPECTED, RUN_ALL
+
+RMM = MANIFEST["real_wheels"]["rmm-cu12"]
+NUMPY = MANIFEST["real_wheels"]["numpy"]
+CUDA_125 = MANIFEST["cuda_python"]["legacy"]["wheel"]
+PY = sys.executable
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def raw_members(path):
+    """name -> (method, the member's compressed bytes as stored)."""
+    out = {}
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for info in z.infolist():
+            f.seek(info.header_offset)
+            head = f.read(30)
+            n, m = struct.unpack("<HH", head[26:30])
+            f.seek(info.header_offset + 30 + n + m)
+            out[info.filename] = (info.compress_type, f.read(info.compress_size))
+    return out
+
+
+def record_hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def repair(wheel, outdir, layout, *extra, check=0):
+    os.makedirs(outdir, exist_ok=True)
+    return cypatch("repair", "-w", str(outdir), "-t", layout, *extra, wheel, check=check)
+
+
+@pytest.fixture(scope="module")
+def rmm_repaired(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rmm")
+    out = {}
+    for layout in ("legacy", "fallback"):
+        proc = repair(RMM, root / layout, layout, "--relax-requires")
+        out[layout] = (proc, str(root / layout / os.path.basename(RMM)))
+    return out
+
+
+def venv_with_cuda_python_125(path):
+    subprocess.run([PY, "-m", "venv", str(path)], check=True)
+    pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index",
+           "--disable-pip-version-check"]
+    subprocess.run(pip + [CUDA_125, NUMPY], check=True)
+    return pip
+
+
+IMPORT_RMM = """
+import rmm
+try:
+    rmm.DeviceBuffer(size=8)
+    print("allocated")
+except RuntimeError as e:
+    print("RuntimeError", e)
+"""
+
+
+@pytest.mark.parametrize("layout", ["legacy", "fallback"])
+def test_real_rmm_wheel_imports_under_cuda_python_125_after_repair(layout, rmm_repaired, tmp_path):
+    proc, wheel = rmm_repaired[layout]
+    assert proc.returncode == 0, proc.stderr
+    assert "3 of 8 extensions patched" in proc.stdout or "2 of 8 extensions patched" in proc.stdout
+    assert "imports-rewritten  rmm/_cuda/gpu.py" in proc.stdout
+    pip = venv_with_cuda_python_125(tmp_path / "venv")
+    subprocess.run(pip + [wheel], check=True)  # the relaxed requirement resolves offline
+    py = str(tmp_path / "venv" / "bin" / "python")
+    check = subprocess.run([py, "-m", "pip", "check"], stdout=subprocess.PIPE, text=True)
+    assert check.returncode == 0, check.stdout
+    run = subprocess.run([py, "-c", IMPORT_RMM], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 0, run.stderr
+    # DeviceBuffer reaches cuda-python 12.5.0, which finds no driver here
+    assert run.stdout.strip() in ("RuntimeError Failed to dlopen libcuda.so.1", "allocated")
+    listed = subprocess.run([py, "-m", "pip", "show", "-f", "rmm-cu12"], stdout=subprocess.PIPE,
+                            text=True, check=True).stdout
+    assert "rmm_cu12-25.2.0.dist-info/cypatch.json" in listed
+
+
+def test_real_rmm_wheel_fails_under_cuda_python_125_before_repair(tmp_path):
+    pip = venv_with_cuda_python_125(tmp_path / "venv")
+    subprocess.run(pip + ["--no-deps", RMM], check=True)
+    run = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-c", "import rmm"], cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'cuda.bindings'"
+
+
+@pytest.mark.parametrize("layout", ["legacy", "fallback"])
+def test_repair_is_reproducible_and_copies_unchanged_members_raw(layout, rmm_repaired, tmp_path):
+    _, wheel = rmm_repaired[layout]
+    again = repair(RMM, tmp_path, layout, "--relax-requires")
+    assert again.returncode == 0
+    assert digest(wheel) == digest(str(tmp_path / os.path.basename(RMM)))
+    before, after = raw_members(RMM), raw_members(wheel)
+    doc = json.loads(zipfile.ZipFile(wheel).read("rmm_cu12-25.2.0.dist-info/cypatch.json"))
+    changed = {e["path"] for e in doc["extensions"] if e["outcome"] == "patched"}
+    changed |= set(doc["python_sources"]) | {"rmm_cu12-25.2.0.dist-info/RECORD",
+                                             "rmm_cu12-25.2.0.dist-info/METADATA"}
+    assert set(after) == set(before) | {"rmm_cu12-25.2.0.dist-info/cypatch.json"}
+    for name in before:
+        if name not in changed and not name.endswith("/"):
+            assert after[name] == before[name], name
+    assert all(after[n] != before[n] for n in changed)
+    # RECORD lists every member with its hash and size
+    z = zipfile.ZipFile(wheel)
+    rows = {r[0]: r[1:] for r in csv.reader(io.StringIO(z.read("rmm_cu12-25.2.0.dist-info/RECORD").decode()))}
+    for name in z.namelist():
+        if not name.endswith("/RECORD") and not name.endswith("/"):
+            data = z.read(name)
+            assert rows[name] == [record_hash(data), str(len(data))], name
+    meta = z.read("rmm_cu12-25.2.0.dist-info/METADATA").decode()
+    assert "Requires-Dist: cuda-python<13.0a0\n" in meta
+
+
+def test_json_summary(tmp_path):
+    proc = repair(RMM, tmp_path, "fallback", "--json")
+    doc = json.loads(proc.stdout)
+    assert len(doc) == 1 and doc[0]["output"] == str(tmp_path / os.path.basename(RMM))
+    outcomes = {e["path"]: (e["outcome"], e["fallback_stub"]) for e in doc[0]["extensions"]}
+    assert outcomes["rmm/pylibrmm/device_buffer.cpython-311-x86_64-linux-gnu.so"] == ("patched", True)
+    assert outcomes["rmm/librmm/_torch_allocator.so"] == ("not-an-extension", False)
+    assert doc[0]["python_sources"] == ["rmm/_cuda/gpu.py", "rmm/allocators/numba.py"]
+
+
+def make_wheel(path, files, record=True, extra=None):
+    """A wheel of our own: files {name: bytes}; RECORD made right unless told."""
+    dist = "demo-1.0.dist-info"
+    files = dict(files)
+    files.setdefault(dist + "/METADATA", b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
+                                         b"Requires-Dist: cuda-python>=12.6.2,<13\n")
+    files.setdefault(dist + "/WHEEL", b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n")
+    rows = ["%s,%s,%d" % (n, record_hash(d), len(d)) for n, d in files.items()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+        for info, data in (extra or []):
+            z.writestr(info, data)
+        if record:
+            z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+    return path
+
+
+def corpus_wheel(tmp_path, layout, cython="3.3.1"):
+    files = {}
+    for e in ENTRIES:
+        if e["kind"] == "corpus" and e["cython"] == cython and e["layout"] == layout and \
+                "variant" not in e and "compression" not in e:
+            files["demo/" + os.path.basename(e["so"])] = open(e["so"], "rb").read()
+    files["demo/__init__.py"] = b""
+    files["demo/api.py"] = ("from %s import %s\n" % (("cuda.bindings", "driver") if layout == "bindings"
+                                                     else ("cuda", "cuda"))).encode()
+    return make_wheel(str(tmp_path / ("demo-1.0-cp311-cp311-linux_x86_64.whl")), files)
+
+
+@pytest.mark.parametrize("layout", ["bindings", "legacy"])
+def test_corpus_wheel_repaired_with_fallback_works_under_both_layouts(layout, tmp_path):
+    wheel = corpus_wheel(tmp_path, layout)
+    out = tmp_path / "out"
+    proc = repair(wheel, out, "fallback")
+    assert "4 of 4 extensions patched" in proc.stdout and "imports-rewritten  demo/api.py" in proc.stdout
+    site = tmp_path / "site"
+    zipfile.ZipFile(str(out / os.path.basename(wheel))).extractall(site)
+    for prov in ("bindings", "legacy"):
+        for module in ("cimports", "pyimport", "pyimport_as", "pyfrom"):
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site / "demo"), MANIFEST["providers"][prov]]),
+                       PYTHONNOUSERSITE="1")
+            p = subprocess.run([PY, "-c", RUN_ALL, module, "run"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+            assert p.returncode == 0, p.stderr
+            assert json.loads(p.stdout)["run"] == ["ok", EXPECTED[module][prov]]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), MANIFEST["providers"][prov]]))
+        p = subprocess.run([PY, "-c", "import demo.api"], env=env, stderr=subprocess.PIPE, text=True)
+        assert p.returncode == 0, p.stderr
+
+
+def test_wheel_that_needs_nothing_is_copied(tmp_path):
+    wheel = make_wheel(str(tmp_path / "demo-1.0-py3-none-any.whl"), {"demo/__init__.py": b"x = 1\n"})
+    proc = repair(wheel, tmp_path / "out", "fallback")
+    assert "needs nothing" in proc.stdout
+    assert digest(wheel) == digest(str(tmp_path / "out" / os.path.basename(wheel)))
+
+
+def symlink_info(name):
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = (0o120777 << 16)
+    return info
+
+
+HOSTILE = {
+    "zip-slip": ({"../evil.py": b"x"}, {}, "a member name leaves the target directory: ../evil.py"),
+    "absolute": ({"/etc/evil.py": b"x"}, {}, "a member name leaves the target directory: /etc/evil.py"),
+    "symlink": ({}, {"extra": [(symlink_info("demo/link"), b"/etc/passwd")]}, "a member is a symbolic link: demo/link"),
+    "duplicate": ({}, {"extra": [(zipfile.ZipInfo("demo/__init__.py"), b"y")]},
+                  "a member name appears twice"),
+    "no-record": ({}, {"record": False}, "not a wheel: no .dist-info/RECORD"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE) + ["record-mismatch", "size-bomb", "not-a-zip"])
+def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
+    wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
+    if case in HOSTILE:
+        files, kw, message = HOSTILE[case]
+        make_wheel(wheel, dict({"demo/__init__.py": b"x = 1\n"}, **files), **kw)
+    elif case == "record-mismatch":
+        make_wheel(wheel, {"demo/__init__.py": b"x = 1\n"})
+        z = zipfile.ZipFile(wheel)
+        items = {n: z.read(n) for n in z.namelist()}
+        items["demo/__init__.py"] = b"x = 2\n"
+        with zipfile.ZipFile(wheel, "w") as out:
+            for n, d in items.items():
+                out.writestr(n, d)
+        message = "RECORD does not match: demo/__init__.py"
+    elif case == "size-bomb":
+        make_wheel(wheel, {"demo/big.bin": b"\0" * 4096})
+        data = bytearray(open(wheel, "rb").read())
+        for sig, at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # uncompressed size fields
+            i = data.find(sig)
+            while i >= 0:
+                n = struct.unpack("<H", data[i + (26 if sig == b"PK\x03\x04" else 28):][:2])[0]
+                name_at = i + (30 if sig == b"PK\x03\x04" else 46)
+                if data[name_at:name_at + n] == b"demo/big.bin":
+                    data[i + at:i + at + 4] = struct.pack("<I", 0xF0000000)
+                i = data.find(sig, i + 1)
+        open(wheel, "wb").write(bytes(data))
+        message = "demo/big.bin"
+    else:
+        open(wheel, "wb").write(b"not a zip at all\n")
+        message = "not a readable zip archive"
+    before = digest(wheel)
+    out = tmp_path / "out"
+    proc = repair(wheel, out, "fallback", check=None)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % wheel) and message in lines[0], lines
+    assert os.listdir(out) == [] and digest(wheel) == before
+
+
+def test_repair_usage_errors(tmp_path):
+    assert cypatch("repair", "-t", "fallback", RMM).returncode == 64
+    assert cypatch("repair", "-w", str(tmp_path), RMM).returncode == 64
+    assert cypatch("repair", "-w", str(tmp_path), "-t", "sideways", RMM).returncode == 64
+    assert cypatch("repair", "-w", str(tmp_path / "missing"), "-t", "legacy", RMM).returncode == 64
+    assert "usage: cypatch repair" in cypatch("repair", "--help", check=0).stdout
