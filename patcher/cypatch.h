@@ -20,6 +20,7 @@
 /* Status codes double as the command-line exit codes (docs/exit-codes.md). */
 typedef enum cp_status {
 	CP_OK = 0,
+	CP_E_FAILED = 1,    /* check / verify: it does not bind as asked */
 	CP_E_INPUT = 2,     /* the input file is unreadable or not what we handle */
 	CP_E_RULES = 3,     /* a rules file is malformed or inconsistent */
 	CP_E_USAGE = 64,    /* bad command line */

@@ -16,5 +16,6 @@ cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, c
 int cmd_show(int argc, char **argv);
 int cmd_retarget(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif

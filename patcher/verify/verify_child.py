@@ -1,0 +1,85 @@
+# The child of `cypatch verify`: run by the interpreter under test, whose
+# site-packages decide the layout. argv[1] is the plan cypatch wrote (JSON):
+# the extensions to import, each cimported function and variable with the
+# address of its slot, and whether to call the CUDA functions. Prints one
+# JSON object; never raises.
+import ctypes
+import importlib
+import json
+import os
+import sys
+
+plan = json.load(open(sys.argv[1]))
+sys.path.insert(0, plan["root"])
+capi = ctypes.pythonapi
+capi.PyCapsule_GetName.restype = ctypes.c_char_p
+capi.PyCapsule_GetName.argtypes = [ctypes.py_object]
+capi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+capi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def exported(module, name):
+    """The pointer a provider exports as `name`, and its signature."""
+    mod = sys.modules.get(module)
+    cap = getattr(mod, "__pyx_capi__", {}).get(name) if mod else None
+    if cap is None:
+        return None, None
+    sig = capi.PyCapsule_GetName(cap)
+    return capi.PyCapsule_GetPointer(cap, sig), sig.decode()
+
+
+def binding(base, b):
+    slot = ctypes.c_void_p.from_address(base + b["slot"]).value
+    out = {"kind": b["kind"], "name": b["name"], "slot": b["slot"], "bound": False, "provider": None}
+    for module in (b["provider"], b.get("other")):
+        ptr, sig = exported(module, b["name"]) if module else (None, None)
+        if ptr is not None and ptr == slot:
+            out.update(bound=True, provider=module, signature=sig)
+    out["ptr"] = slot
+    return out
+
+
+def gpu(bound):
+    """cuInit, cuDeviceGetCount, cudaGetDeviceCount through the slots."""
+    out = {}
+    calls = (("cuInit", (ctypes.c_uint,)), ("cuDeviceGetCount", (ctypes.POINTER(ctypes.c_int),)),
+             ("cudaGetDeviceCount", (ctypes.POINTER(ctypes.c_int),)))
+    for name, argtypes in calls:
+        b = bound.get(name)
+        if not b or not b["bound"]:
+            out[name] = {"error": "the extension binds no %s" % name}
+            continue
+        # PYFUNCTYPE keeps the GIL and raises what the callee left set
+        fn = ctypes.PYFUNCTYPE(ctypes.c_int, *argtypes)(b["ptr"])
+        n = ctypes.c_int(-1)
+        try:
+            status = fn(0) if name == "cuInit" else fn(ctypes.byref(n))
+            out[name] = {"status": status} if name == "cuInit" else {"status": status, "count": n.value}
+        except Exception as e:
+            out[name] = {"error": "%s: %s" % (type(e).__name__, e)}
+    return out
+
+
+result = {"python": sys.version.split()[0], "executable": sys.executable, "extensions": []}
+bound_all = {}
+for ext in plan["extensions"]:
+    rec = {"module": ext["module"], "file": ext["file"]}
+    result["extensions"].append(rec)
+    try:
+        mod = importlib.import_module(ext["module"])
+    except BaseException as e:
+        rec["import"] = {"error": "%s: %s" % (type(e).__name__, e)}
+        continue
+    rec["import"] = {"ok": mod.__name__}
+    lib = ctypes.CDLL(mod.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    base = ctypes.cast(getattr(lib, ext["init"]), ctypes.c_void_p).value - ext["init_value"]
+    rec["bindings"] = [binding(base, b) for b in ext["bindings"]]
+    for b in rec["bindings"]:
+        if b["bound"]:
+            bound_all.setdefault(b["name"], b)
+if plan.get("gpu"):
+    result["gpu"] = gpu(bound_all)
+for rec in result["extensions"]:
+    for b in rec.get("bindings", []):
+        b.pop("ptr", None)
+print(json.dumps(result))
