@@ -23,7 +23,10 @@ With --small, under any CPython: only our providers and the four corpus
 consumers (Cython 0.29.37 and 3.3.1), for checking the fallback stub under
 other interpreters (samples/build_pythons.py).
 
-usage: build_corpus.py [--small] OUTDIR
+With --gpu: the rmm-like consumers against cuda-python 12.5.0 and
+12.6.2.post1 for this interpreter (samples/gpu-proof).
+
+usage: build_corpus.py [--small | --gpu] OUTDIR
 """
 
 import concurrent.futures
@@ -291,6 +294,17 @@ def consumer_jobs(cache, sites, cy, layout):
                dict(out_dir=out, name=name, source=src, cython=cy, includes=[sites[layout]]))
 
 
+def realcuda_job(cache, cy, layout, cuda_trees):
+    """The rmm-like consumer of the real cuda-python of a layout."""
+    real = substitute(open(os.path.join(HERE, "realcuda", "rmm_like.pyx.in")).read(), layout)
+    out = os.path.join(cache, "realcuda", cy, layout)
+    return ({"id": "%s/%s/rmm_like" % (cy, layout), "kind": "realcuda", "cython": cy,
+             "layout": layout, "module": "rmm_like",
+             "cuda_python": "%s==%s" % CUDA_PYTHON[layout], "provider_site": cuda_trees[layout]},
+            dict(out_dir=out, name="rmm_like", source=real, cython=cy,
+                 includes=[cuda_trees[layout]], c_includes=[CUDA_INCLUDE]))
+
+
 def jobs(cache, sites, cuda_trees):
     """Every consumer to build: (id, kwargs for build_ext, metadata)."""
     for cy in CYTHONS:
@@ -325,13 +339,7 @@ def jobs(cache, sites, cuda_trees):
                         "provider_site": sites[layout]},
                        dict(out_dir=out, name="cimports", source=src, cython=cy,
                             includes=[sites[layout]], flags=flags))
-            real = substitute(open(os.path.join(HERE, "realcuda", "rmm_like.pyx.in")).read(), layout)
-            out = os.path.join(cache, "realcuda", cy, layout)
-            yield ({"id": "%s/%s/rmm_like" % (cy, layout), "kind": "realcuda", "cython": cy,
-                    "layout": layout, "module": "rmm_like",
-                    "cuda_python": "%s==%s" % CUDA_PYTHON[layout], "provider_site": cuda_trees[layout]},
-                   dict(out_dir=out, name="rmm_like", source=real, cython=cy,
-                        includes=[cuda_trees[layout]], c_includes=[CUDA_INCLUDE]))
+            yield realcuda_job(cache, cy, layout, cuda_trees)
 
 
 def build_all(cache, todo):
@@ -378,9 +386,27 @@ def main_small(cache):
                            "cythons": cythons, "providers": sites, "entries": entries})
 
 
+def main_gpu(cache):
+    """For samples/gpu-proof: the rmm-like consumers of both layouts, built
+    by this interpreter against its cuda-python 12.5.0 and 12.6.2.post1."""
+    cy = "3.3.1"
+    os.makedirs(cache, exist_ok=True)
+    ensure_cython(cache, cy)
+    trees, wheels = {}, {}
+    for layout, (name, version) in CUDA_PYTHON.items():
+        wheels[layout], trees[layout] = ensure_wheel(cache, name, version)
+    entries = build_all(cache, [realcuda_job(cache, cy, layout, trees) for layout in CUDA_PYTHON])
+    write_manifest(cache, {"python": sys.version.split()[0], "ext_suffix": EXT, "cythons": [cy],
+                           "cuda_python": {k: {"requirement": "%s==%s" % v, "wheel": wheels[k], "tree": trees[k]}
+                                           for k, v in CUDA_PYTHON.items()},
+                           "entries": entries})
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "--small":
         return main_small(os.path.abspath(argv[2]))
+    if len(argv) == 3 and argv[1] == "--gpu":
+        return main_gpu(os.path.abspath(argv[2]))
     if len(argv) != 2:
         raise SystemExit(__doc__.strip().splitlines()[-1])
     cache = os.path.abspath(argv[1])
