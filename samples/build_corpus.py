@@ -245,9 +245,25 @@ def substitute(text, layout):
     return text
 
 
-def build_provider_site(cache, layout):
-    """Our own providers under the real module names of one layout."""
-    site = os.path.join(cache, "providers", layout)
+def drop_function(text, name):
+    """The provider source without the cdef function `name` (its
+    declaration line, or its definition up to the next blank line)."""
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("cdef ") and (" %s(" % name) in line:
+            skipping = line.rstrip().endswith(":")
+            continue
+        if skipping:
+            skipping = bool(line.strip())
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+def build_provider_site(cache, layout, site_name=None, drop=None):
+    """Our own providers under the real module names of one layout (with
+    drop: without that function, for the missing-export case)."""
+    site = os.path.join(cache, "providers", site_name or layout)
     os.makedirs(site, exist_ok=True)
     pkgs = ["cuda"] + (["cuda/bindings"] if layout == "bindings" else [])
     for pkg in pkgs:
@@ -263,6 +279,8 @@ def build_provider_site(cache, layout):
             continue
         pxd = open(os.path.join(HERE, "providers", src + ".pxd")).read()
         pyx = open(os.path.join(HERE, "providers", src + ".pyx")).read()
+        if drop:
+            pxd, pyx = drop_function(pxd, drop), drop_function(pyx, drop)
         with open(os.path.join(pkg_dir, base + ".pxd"), "w") as f:
             f.write(pxd)
         # Providers compile in place so that Cython names them by their package.
@@ -417,6 +435,8 @@ def main(argv):
     for layout in ("bindings", "legacy"):
         sites[layout], built = build_provider_site(cache, layout)
         providers += built
+    # a provider that lacks a function the consumers cimport
+    sites["bindings-partial"], _ = build_provider_site(cache, "bindings", "bindings-partial", "cuDeviceGetCount")
     cuda_trees, wheels = {}, {}
     for layout, (name, version) in CUDA_PYTHON.items():
         wheels[layout], cuda_trees[layout] = ensure_wheel(cache, name, version)

@@ -17,5 +17,6 @@ int cmd_show(int argc, char **argv);
 int cmd_retarget(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const char usage[] =
 	"commands:\n"
 	"  show    list what an extension references, per layout\n"
 	"  repair  patch the extensions of wheels (auditwheel-style)\n"
+	"  check   predict, from the files, whether it binds under a site-packages\n"
 	"  verify  import it under an interpreter and prove every binding (--gpu)\n"
 	"  --target-layout LAYOUT   rewrite an extension to bind to LAYOUT\n"
 	"          (legacy or bindings; 'cypatch --target-layout --help')\n"
@@ -41,6 +42,8 @@ int main(int argc, char **argv)
 		return cmd_repair(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return cmd_verify(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-t") || !strncmp(argv[1], "--target-layout", 15))
 		return cmd_retarget(argc, argv);
 	fprintf(stderr, "cypatch: '%s' is not a command (see 'cypatch --help')\n", argv[1]);

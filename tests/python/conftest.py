@@ -85,3 +85,19 @@ class Rules:
 
 
 RULES = Rules(os.path.join(ROOT, "rules", "cuda-python.rules"))
+
+
+# test_check.py's rows: (consumer, form, environment, outcome), printed at the end
+CHECK_TABLE = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not CHECK_TABLE:
+        return
+    tr = terminalreporter
+    tr.section("cypatch check predicted, cypatch verify observed (they agree on every row)")
+    outcomes = {}
+    for consumer, form, env, outcome in CHECK_TABLE:
+        outcomes.setdefault((form, env, outcome.split(" (expected")[0]), []).append(consumer)
+    for (form, env, outcome), consumers in sorted(outcomes.items()):
+        tr.write_line("%-9s | %-30s | %3d consumers | %s" % (form, env, len(consumers), outcome))

@@ -1,0 +1,142 @@
+/*
+ * exports.c - a provider's exported capsules (see exports.h).
+ */
+#include "exports.h"
+#include "disasm.h"
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct call {
+	uint64_t addr, target;
+	const char *name;
+	struct cp_val arg[3];
+};
+
+struct walk {
+	struct call *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void on_call(void *ctx, const struct cp_call *c)
+{
+	struct walk *w = ctx;
+
+	if (CP_GROW(w->v, w->cap, w->n + 1)) {
+		w->oom = true;
+		return;
+	}
+	w->v[w->n].addr = c->addr;
+	w->v[w->n].target = c->target;
+	w->v[w->n].name = c->name;
+	memcpy(w->v[w->n].arg, c->arg, sizeof(w->v[w->n].arg));
+	w->n++;
+}
+
+static const char *string_arg(const cp_image *img, const struct cp_val *v)
+{
+	return v->kind == CP_V_ADDR ? cp_image_cstring(img, v->v, 4096) : NULL;
+}
+
+/* name NULL: a capsule whose key is a Python string object (variables,
+ * __Pyx_ExportVoidPtr), known by its signature only. */
+static cp_status add(struct cp_exports *e, const char *name, const char *sig, cp_error *err)
+{
+	if (name && cp_exports_find(e, name))
+		return CP_OK;
+	if (CP_GROW(e->v, e->cap, e->n + 1) || !(e->v[e->n].sig = strdup(sig)) ||
+	    (name && !(e->v[e->n].name = strdup(name))))
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	if (!name)
+		e->v[e->n].name = NULL;
+	e->n++;
+	return CP_OK;
+}
+
+/* Whether fn (a function start) is one of the helpers. */
+static bool is_helper(const uint64_t *h, size_t nh, uint64_t fn)
+{
+	size_t i;
+
+	for (i = 0; i < nh; i++)
+		if (h[i] == fn)
+			return true;
+	return false;
+}
+
+cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error *err)
+{
+	struct cp_code_visitor v = { NULL, on_call, NULL };
+	struct walk w = { NULL, 0, 0, false };
+	uint64_t helpers[16];
+	size_t i, nh = 0;
+	cp_status st;
+
+	memset(out, 0, sizeof(*out));
+	v.ctx = &w;
+	st = cp_code_walk(img, 0, 0, &v, err);
+	if (!st && w.oom)
+		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
+	/* the functions that create the capsules; where one was inlined, the
+	 * capsule's signature and the dict key are literals at its own calls */
+	for (i = 0; !st && i < w.n; i++) {
+		uint64_t start, end;
+		const char *sig;
+
+		if (!w.v[i].name || strcmp(w.v[i].name, "PyCapsule_New"))
+			continue;
+		sig = string_arg(img, &w.v[i].arg[1]);
+		if (sig) {
+			size_t k;
+
+			for (k = i + 1; k < w.n && k < i + 8; k++) {
+				if (w.v[k].name && !strcmp(w.v[k].name, "PyDict_SetItemString") &&
+				    string_arg(img, &w.v[k].arg[1])) {
+					st = add(out, string_arg(img, &w.v[k].arg[1]), sig, err);
+					break;
+				}
+				if (w.v[k].name && !strcmp(w.v[k].name, "PyDict_SetItem")) {
+					st = add(out, NULL, sig, err);
+					break;
+				}
+			}
+		} else if (cp_image_function(img, w.v[i].addr, &start, &end) && nh < 16 &&
+			   !is_helper(helpers, nh, start)) {
+			helpers[nh++] = start;
+		}
+	}
+	for (i = 0; !st && i < w.n; i++) {
+		const char *name = string_arg(img, &w.v[i].arg[0]), *sig = string_arg(img, &w.v[i].arg[2]);
+
+		if (w.v[i].target && is_helper(helpers, nh, w.v[i].target) && sig)
+			st = add(out, name, sig, err);
+	}
+	free(w.v);
+	if (st)
+		cp_exports_free(out);
+	return st;
+}
+
+void cp_exports_free(struct cp_exports *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++) {
+		free(e->v[i].name);
+		free(e->v[i].sig);
+	}
+	free(e->v);
+	memset(e, 0, sizeof(*e));
+}
+
+const struct cp_export *cp_exports_find(const struct cp_exports *e, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		if (e->v[i].name && !strcmp(e->v[i].name, name))
+			return &e->v[i];
+	return NULL;
+}

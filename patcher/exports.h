@@ -1,0 +1,28 @@
+/*
+ * exports.h - what a provider extension exports to cimporting modules: the
+ * capsules of its __pyx_capi__ (function and variable names, with their
+ * signatures), read from the binary. Cython exports each one with
+ * __Pyx_ExportFunction / __Pyx_ExportVoidPtr(name, pointer, signature),
+ * which calls PyCapsule_New: the calls to that helper carry both strings.
+ */
+#ifndef CP_EXPORTS_H
+#define CP_EXPORTS_H
+
+#include <stddef.h>
+#include "image.h"
+
+struct cp_export {
+	char *name;   /* NULL when the key is a Python string object (variables) */
+	char *sig;
+};
+
+struct cp_exports {
+	struct cp_export *v;
+	size_t n, cap;
+};
+
+cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error *err);
+void cp_exports_free(struct cp_exports *e);
+const struct cp_export *cp_exports_find(const struct cp_exports *e, const char *name);
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * predict.c - `cypatch check`: what importing an extension will do under a
+ * site-packages directory, decided from the files alone (see predict.h).
+ */
+#include "predict.h"
+#include "error.h"
+#include "exports.h"
+#include "image.h"
+#include "rules.h"
+#include "scan.h"
+#include "wheel.h"
+#include "write.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct ctx {
+	const cp_rules *rules;
+	const char *site;
+	const char *suffix;   /* the consumer's ".cpython-311-x86_64-linux-gnu.so" */
+	json_t *failures;
+	cp_error *err;
+};
+
+static bool is_dir(const char *p)
+{
+	struct stat sb;
+
+	return !stat(p, &sb) && S_ISDIR(sb.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+	struct stat sb;
+
+	return !stat(p, &sb) && S_ISREG(sb.st_mode);
+}
+
+/* Where `module` would be imported from under the site: its extension
+ * file, "" for a Python module or package, or NULL with *missing set to
+ * the first name the import system would not find. */
+static bool resolve(const struct ctx *c, const char *module, char *file, size_t n, char *missing, size_t mn)
+{
+	char path[4400], probe[4400];
+	const char *p = module;
+	const char *suffixes[] = { c->suffix, ".abi3.so", ".so" };
+	size_t k;
+
+	file[0] = '\0';
+	if ((size_t)snprintf(path, sizeof(path), "%s", c->site) >= sizeof(path))
+		return false;
+	for (;;) {
+		const char *dot = strchr(p, '.');
+		int len = (int)(dot ? (size_t)(dot - p) : strlen(p));
+
+		if ((size_t)snprintf(missing, mn, "%.*s", (int)(p - module) + len, module) >= mn)
+			return false;
+		if (dot) { /* a package: a directory, with or without __init__ */
+			if ((size_t)snprintf(probe, sizeof(probe), "%s/%.*s", path, len, p) >= sizeof(probe) ||
+			    !is_dir(probe))
+				return false;
+			memcpy(path, probe, sizeof(path));
+			p = dot + 1;
+			continue;
+		}
+		for (k = 0; k < 3; k++)
+			if ((size_t)snprintf(probe, sizeof(probe), "%s/%s%s", path, p, suffixes[k]) < sizeof(probe) &&
+			    is_file(probe))
+				return (size_t)snprintf(file, n, "%s", probe) < n;
+		if ((size_t)snprintf(probe, sizeof(probe), "%s/%s.py", path, p) < sizeof(probe) && is_file(probe))
+			return true;
+		return (size_t)snprintf(probe, sizeof(probe), "%s/%s", path, p) < sizeof(probe) && is_dir(probe);
+	}
+}
+
+static void fail(struct ctx *c, const char *fmt, const char *a, const char *b, const char *d, const char *e)
+{
+	char msg[16384];
+
+	snprintf(msg, sizeof(msg), fmt, a, b, d, e);
+	json_array_append_new(c->failures, json_string(msg));
+}
+
+/* The capsules the provider `module` (in `file`) exports. A trampoline
+ * (12.6.2 to 12.9's cuda.ccuda: `from cuda.bindings.cydriver cimport *`,
+ * `__pyx_capi__ = cydriver.__pyx_capi__`) has none of its own and passes
+ * on those of its counterpart in the other layout. */
+static cp_status provider_exports(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)
+{
+	cp_image *img = NULL;
+	cp_status st = cp_image_open(file, &img, c->err);
+	int lay = cp_rules_module_layout(c->rules, module);
+	const char *other = lay >= 0 ? cp_rules_map(c->rules, module, !lay) : NULL;
+	char target[4096], missing[4096];
+
+	if (!st)
+		st = cp_exports_read(img, ex, c->err);
+	cp_image_close(img);
+	if (!st && !ex->n && other && resolve(c, other, target, sizeof(target), missing, sizeof(missing)) && target[0]) {
+		img = NULL;
+		st = cp_image_open(target, &img, c->err);
+		if (!st)
+			st = cp_exports_read(img, ex, c->err);
+		cp_image_close(img);
+	}
+	return st;
+}
+
+/* Signatures equal, or (fallback) equal up to mapped prefix pairs. */
+static bool same_signature(const cp_rules *r, const char *a, const char *b, bool fallback)
+{
+	size_t i, k;
+
+	if (!strcmp(a, b))
+		return true;
+	while (fallback && (*a || *b)) {
+		for (i = 0; i < r->nmangle; i++) {
+			for (k = 0; k < 2; k++) {
+				const char *p = r->mangle[i].prefix[k], *q = r->mangle[i].prefix[!k];
+
+				if (!strncmp(a, p, strlen(p)) && !strncmp(b, q, strlen(q))) {
+					a += strlen(p);
+					b += strlen(q);
+					goto next;
+				}
+			}
+		}
+		if (*a != *b)
+			return false;
+		a++, b++;
+next:;
+	}
+	return fallback;
+}
+
+/* The module a cimport binds to: the built name, else (fallback) its
+ * counterpart; NULL after recording the failure. */
+static const char *bind_module(struct ctx *c, const cp_scan *s, const char *module, char *file, size_t n)
+{
+	char missing[4096], missing2[4096];
+	const char *other = s->fallback ? cp_rules_map(c->rules, module, !cp_rules_module_layout(c->rules, module))
+					: NULL;
+
+	if (resolve(c, module, file, n, missing, sizeof(missing)))
+		return module;
+	if (other && resolve(c, other, file, n, missing2, sizeof(missing2)))
+		return other;
+	if (other)
+		fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s", s->modname, module,
+		     other, "");
+	else
+		fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
+	return NULL;
+}
+
+static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
+{
+	size_t i, j;
+	cp_status st = CP_OK;
+
+	for (i = 0; !st && i < s->nrefs; i++) {
+		const struct cp_ref *m = &s->refs[i];
+		struct cp_exports ex;
+		char file[4096];
+		const char *as;
+
+		if (m->kind != CP_K_CIMPORT || !cp_ref_is_live(m))
+			continue;
+		as = bind_module(c, s, m->value, file, sizeof(file));
+		if (!as)
+			continue;
+		json_object_set_new(bound, m->value, json_string(as));
+		memset(&ex, 0, sizeof(ex));
+		if (file[0])
+			st = provider_exports(c, as, file, &ex);
+		for (j = 0; !st && j < s->nrefs; j++) {
+			const struct cp_ref *f = &s->refs[j];
+			const struct cp_export *e;
+			const char *what = f->kind == CP_K_FUNCTION ? "function" : "variable";
+			size_t k;
+
+			if ((f->kind != CP_K_FUNCTION && f->kind != CP_K_VARIABLE) || !f->module ||
+			    strcmp(f->module, m->value))
+				continue;
+			e = cp_exports_find(&ex, f->name);
+			for (k = 0; !e && f->kind == CP_K_VARIABLE && k < ex.n; k++) /* keys unknown: by signature */
+				if (!ex.v[k].name && same_signature(c->rules, f->signature, ex.v[k].sig, s->fallback))
+					e = &ex.v[k];
+			if (!e) {
+				char fmt[200];
+
+				snprintf(fmt, sizeof(fmt), "ImportError: %%s does not export expected C %s %%s%%s%%s", what);
+				fail(c, fmt, as, f->name, "", "");
+			} else if (!same_signature(c->rules, f->signature, e->sig, s->fallback)) {
+				char head[600];
+
+				snprintf(head, sizeof(head), "TypeError: C %s %s.%s", what, as, f->name);
+				fail(c, "%s has wrong signature (expected %s, got %s)%s", head, f->signature, e->sig, "");
+			}
+		}
+		cp_exports_free(&ex);
+	}
+	return st;
+}
+
+/* Python-level: `import a.b.c` and `from P import N` of mapped modules. */
+static void check_pyimports(struct ctx *c, const cp_scan *s)
+{
+	char file[4096], missing[4096], full[1024];
+	size_t i;
+
+	for (i = 0; i < s->nrefs; i++) {
+		const struct cp_ref *r = &s->refs[i];
+		const char *other;
+
+		if (!cp_ref_is_live(r) || (r->kind != CP_K_FROMIMPORT && !(r->kind == CP_K_PYIMPORT && r->module &&
+									     cp_rules_module_layout(c->rules, r->value) >= 0)))
+			continue;
+		if (r->kind == CP_K_PYIMPORT) {
+			other = s->fallback ? cp_rules_map(c->rules, r->value, !r->layout) : NULL;
+			if (resolve(c, r->value, file, sizeof(file), missing, sizeof(missing)) ||
+			    (other && resolve(c, other, file, sizeof(file), full, sizeof(full))))
+				continue;
+			if (other)
+				fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s",
+				     s->modname, r->value, other, "");
+			else
+				fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
+			continue;
+		}
+		snprintf(full, sizeof(full), "%s.%s", r->package, r->name);
+		other = s->fallback ? cp_rules_map(c->rules, r->module, !r->layout) : NULL;
+		if (resolve(c, full, file, sizeof(file), missing, sizeof(missing)) ||
+		    (other && resolve(c, other, file, sizeof(file), full, sizeof(full))))
+			continue;
+		if (other)
+			fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s", s->modname,
+			     r->module, other, "");
+		else if (resolve(c, r->package, file, sizeof(file), missing, sizeof(missing)))
+			fail(c, "ImportError: cannot import name %s%s%s%s", r->name, "", "", "");
+		else
+			fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
+	}
+}
+
+/* One extension file: its prediction appended to exts. */
+static cp_status predict_file(struct ctx *c, const char *file, const char *label, json_t *exts, cp_error *err)
+{
+	cp_image *img = NULL;
+	cp_scan *scan = NULL;
+	json_t *bound = json_object();
+	const char *base = strrchr(label, '/');
+	cp_status st = cp_image_open(file, &img, err);
+
+	c->failures = json_array();
+	c->suffix = strchr(base ? base + 1 : label, '.');
+	if (!c->suffix)
+		c->suffix = ".so";
+	if (!st && !cp_scan_is_module(img))
+		goto done;
+	if (!st)
+		st = cp_scan_run(img, c->rules, &scan, err);
+	if (st || !scan->layouts_seen)
+		goto done;
+	st = check_cimports(c, scan, bound);
+	if (!st)
+		check_pyimports(c, scan);
+	if (!st)
+		json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O}", "file", label, "module",
+						      scan->modname, "fallback", scan->fallback, "binds", bound,
+						      "failures", c->failures));
+done:
+	json_decref(bound);
+	json_decref(c->failures);
+	cp_scan_free(scan);
+	cp_image_close(img);
+	return st;
+}
+
+static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp_error *err)
+{
+	struct cp_wheel *w = NULL;
+	char dir[] = "/tmp/cypatch-check-XXXXXX", tmp[4200];
+	cp_status st = cp_wheel_open(path, &w, err);
+	size_t i;
+
+	if (!st && !mkdtemp(dir))
+		st = cp_fail(err, CP_E_IO, "cannot create a temporary directory");
+	for (i = 0; !st && w && i < w->n; i++) {
+		uint8_t *data;
+		size_t len;
+
+		if (w->m[i].dir || !strstr(w->m[i].name, ".so"))
+			continue;
+		snprintf(tmp, sizeof(tmp), "%s/x.so", dir);
+		st = cp_wheel_read(w, i, &data, &len, err);
+		if (!st) {
+			st = cp_write_temp(tmp, data, len, 0644, tmp, sizeof(tmp), err);
+			free(data);
+		}
+		if (!st) {
+			st = predict_file(c, tmp, w->m[i].name, exts, err);
+			unlink(tmp);
+		}
+	}
+	if (w)
+		rmdir(dir);
+	cp_wheel_close(w);
+	return st;
+}
+
+cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
+		     cp_error *err)
+{
+	struct ctx c = { rules, site, NULL, NULL, err };
+	json_t *exts = json_array(), *e;
+	size_t n = strlen(path), i;
+	cp_status st;
+
+	*result = NULL;
+	*ok = false;
+	if (!is_dir(site)) {
+		json_decref(exts);
+		return cp_fail(err, CP_E_USAGE, "%s: not a directory", site);
+	}
+	st = n > 4 && !strcmp(path + n - 4, ".whl") ? predict_wheel(&c, path, exts, err)
+						       : predict_file(&c, path, path, exts, err);
+	if (!st && !json_array_size(exts))
+		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to check", path);
+	if (st) {
+		json_decref(exts);
+		return st;
+	}
+	*ok = true;
+	json_array_foreach(exts, i, e)
+		*ok = *ok && !json_array_size(json_object_get(e, "failures"));
+	*result = json_pack("{s:s, s:o, s:b}", "site", site, "extensions", exts, "ok", *ok);
+	return CP_OK;
+}

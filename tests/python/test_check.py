@@ -1,0 +1,61 @@
+"""`cypatch check` predicts exactly what `cypatch verify` then observes:
+every corpus consumer, as built and fallback-patched, against each
+environment (our providers of both layouts and one that lacks a function;
+cuda-python 12.5.0, 12.6.2.post1, cuda-bindings 12.9.4 and 13.0.3 for the
+consumers of real cuda-python). The table goes to the test output."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import conftest
+from conftest import CYPATCH, ENTRIES, MANIFEST, cypatch
+
+BUILT = [e for e in ENTRIES if not e["skipped"]]
+ENVS = {
+    "corpus": {"bindings": MANIFEST["providers"]["bindings"], "legacy": MANIFEST["providers"]["legacy"],
+               "bindings, no cuDeviceGetCount": MANIFEST["providers"]["bindings-partial"]},
+    "realcuda": {"cuda-python 12.5.0": MANIFEST["cuda_python"]["legacy"]["tree"],
+                 "cuda-python 12.6.2.post1": MANIFEST["cuda_python"]["bindings"]["tree"],
+                 "cuda-bindings 12.9.4": MANIFEST["cuda_bindings_129"]["tree"],
+                 "cuda-bindings 13.0.3": MANIFEST["cuda_bindings_13"]["tree"]},
+}
+TABLE = conftest.CHECK_TABLE
+
+
+def check(so, site):
+    p = subprocess.run([CYPATCH, "check", "--json", "--against", site, so], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode in (0, 1), p.stderr
+    doc = json.loads(p.stdout)
+    assert (p.returncode == 0) == doc["ok"]
+    return doc["ok"], [f for e in doc["extensions"] for f in e["failures"]]
+
+
+def verify(so, site):
+    env = dict(os.environ, PYTHONPATH=site, PYTHONNOUSERSITE="1", PYTHONWARNINGS="ignore")
+    p = subprocess.run([CYPATCH, "verify", "--json", "--python", sys.executable, so], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode in (0, 1), p.stderr
+    doc = json.loads(p.stdout)
+    ext = doc["extensions"][0]
+    observed = ext["import"].get("error")
+    return doc["ok"], observed
+
+
+@pytest.mark.parametrize("form", ["as built", "fallback"])
+@pytest.mark.parametrize("entry", BUILT, ids=[e["id"] for e in BUILT])
+def test_check_predicts_what_verify_observes(entry, form, tmp_path):
+    so = entry["so"]
+    if form == "fallback":
+        so = str(tmp_path / os.path.basename(entry["so"]))
+        cypatch("--target-layout", "fallback", "-o", so, entry["so"], check=0)
+    for env, site in ENVS[entry["kind"]].items():
+        predicted_ok, failures = check(so, site)
+        observed_ok, observed = verify(so, site)
+        TABLE.append((entry["id"], form, env, "binds" if observed_ok else observed))
+        assert predicted_ok == observed_ok, (env, failures, observed)
+        if not observed_ok:
+            assert observed in failures, (env, failures, observed)
