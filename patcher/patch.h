@@ -23,7 +23,8 @@ enum cp_patch_outcome {
 	CP_PLANNED,        /* dry run: printed */
 	CP_ALREADY,        /* already binds as asked: nothing written */
 	CP_NOTHING_MAPPED, /* references no mapped module: nothing written */
-	CP_NOT_EXTENSION   /* an ELF file but no Cython extension module: nothing written */
+	CP_NOT_EXTENSION   /* an ELF file but no Cython extension module: nothing
+			    * written; err holds the scan's message */
 };
 
 struct cp_patch_result {

@@ -124,15 +124,8 @@ def download_wheel(cache, name, version):
 def ensure_wheel(cache, name, version, tree=None):
     """Downloads a wheel for this interpreter and unpacks it (into tree, or
     a directory of its own); returns both."""
-    wheels = os.path.join(cache, "wheels")
-    os.makedirs(wheels, exist_ok=True)
+    wheel = download_wheel(cache, name, version)
     norm = name.replace("-", "_")
-    found = [w for w in os.listdir(wheels) if w.startswith("%s-%s-" % (norm, version))]
-    if not found:
-        log("downloading %s %s from PyPI" % (name, version))
-        pip("download", "--no-deps", "--only-binary=:all:", "-d", wheels, "%s==%s" % (name, version))
-        found = [w for w in os.listdir(wheels) if w.startswith("%s-%s-" % (norm, version))]
-    wheel = os.path.join(wheels, sorted(found)[0])
     tree = tree or os.path.join(cache, "site", "%s-%s" % (norm, version))
     done = os.path.join(tree, ".done-" + norm)
     if not os.path.exists(done):

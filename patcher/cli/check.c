@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_RULES 32
-
 static const char usage[] =
 	"usage: cypatch check --against SITE_PACKAGES [--json] EXT.so|WHEEL\n"
 	"\n"
@@ -56,8 +54,9 @@ int cmd_check(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rules_files[MAX_RULES], *site = NULL;
-	int nrules = 0, json = 0, c;
+	struct cli_rules rules_files = { { NULL }, 0 };
+	const char *site = NULL;
+	int json = 0, c;
 	cp_rules *rules = NULL;
 	cp_error err = { CP_OK, "" };
 	json_t *result = NULL;
@@ -70,9 +69,8 @@ int cmd_check(int argc, char **argv)
 		case 'a': site = optarg; break;
 		case 'j': json = 1; break;
 		case 'r':
-			if (nrules == MAX_RULES)
-				return cli_usage_error("check", "more than %s --rules files", "32");
-			rules_files[nrules++] = optarg;
+			if (cli_add_rules(&rules_files, "check", optarg))
+				return CP_E_USAGE;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -83,15 +81,13 @@ int cmd_check(int argc, char **argv)
 	}
 	if (!site || argc - optind != 1)
 		return cli_usage_error("check", "%s", "needs --against SITE_PACKAGES and one EXT.so or WHEEL");
-	st = cli_load_rules(&rules, rules_files, nrules, &err);
+	st = cli_load_rules(&rules, rules_files.file, rules_files.n, &err);
 	if (!st)
 		st = cp_predict(argv[optind], rules, site, &result, &ok, &err);
-	if (!st && json) {
-		json_dumpf(result, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
-	} else if (!st) {
+	if (!st && json)
+		st = cli_print_json(result);
+	else if (!st)
 		print_text(result);
-	}
 	json_decref(result);
 	cp_rules_free(rules);
 	if (st)

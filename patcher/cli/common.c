@@ -42,3 +42,18 @@ cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, c
 	*out = r;
 	return CP_OK;
 }
+
+int cli_add_rules(struct cli_rules *r, const char *command, const char *file)
+{
+	if (r->n == CLI_MAX_RULES)
+		return cli_usage_error(command, "more than %s --rules files", "32");
+	r->file[r->n++] = file;
+	return 0;
+}
+
+int cli_print_json(const json_t *doc)
+{
+	if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', stdout) == EOF)
+		return CP_E_IO;
+	return 0;
+}

@@ -2,6 +2,7 @@
 #ifndef CP_CLI_COMMON_H
 #define CP_CLI_COMMON_H
 
+#include <jansson.h>
 #include "cypatch.h"
 
 /* Prints "cypatch: <message>" on stderr and returns the status. */
@@ -9,6 +10,19 @@ int cli_error(const cp_error *err);
 
 /* Prints "cypatch: <command>: <message>" for a usage error; returns CP_E_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, const char *arg);
+
+/* The --rules files of a command line. */
+#define CLI_MAX_RULES 32
+struct cli_rules {
+	const char *file[CLI_MAX_RULES];
+	int n;
+};
+
+/* Adds a --rules FILE; a usage error (returned) past CLI_MAX_RULES. */
+int cli_add_rules(struct cli_rules *r, const char *command, const char *file);
+
+/* A JSON document on stdout, indented, keys in order; CP_E_IO on failure. */
+int cli_print_json(const json_t *doc);
 
 /* The built-in rules plus the files given with --rules. */
 cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, cp_error *err);

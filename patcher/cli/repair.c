@@ -10,8 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_RULES 32
-
 static const char usage[] =
 	"usage: cypatch repair -w DIR -t LAYOUT [--relax-requires] [--json] WHEEL...\n"
 	"\n"
@@ -41,8 +39,8 @@ static const char usage[] =
 
 struct opts {
 	struct cp_repair_opts r;
-	const char *rules[MAX_RULES];
-	int nrules, json;
+	struct cli_rules rules;
+	int json;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -71,9 +69,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'K': o->r.keep_build_id = true; break;
 		case 'j': o->json = 1; break;
 		case 'r':
-			if (o->nrules == MAX_RULES)
-				return cli_usage_error("repair", "more than %s --rules files", "32");
-			o->rules[o->nrules++] = optarg;
+			if (cli_add_rules(&o->rules, "repair", optarg))
+				return CP_E_USAGE;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -155,7 +152,7 @@ int cmd_repair(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (strcmp(o.r.layout, "fallback") && strcmp(o.r.layout, "legacy") && strcmp(o.r.layout, "bindings"))
 		return cli_usage_error("repair", "no layout named '%s'", o.r.layout);
-	if (cli_load_rules(&rules, o.rules, o.nrules, &err))
+	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err))
 		return cli_error(&err);
 	for (i = optind; i < argc; i++) {
 		struct cp_repair_result r;
@@ -173,7 +170,7 @@ int cmd_repair(int argc, char **argv)
 		json_array_append_new(all, summary(argv[i], &r, st ? &err : NULL));
 		cp_repair_result_free(&r);
 	}
-	if (o.json && (json_dumpf(all, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', stdout) == EOF))
+	if (o.json && cli_print_json(all))
 		first = first ? first : CP_E_IO;
 	json_decref(all);
 	cp_rules_free(rules);

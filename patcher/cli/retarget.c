@@ -13,8 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_RULES 32
-
 static const char usage[] =
 	"usage: cypatch --target-layout LAYOUT [-o OUT | --in-place] [--dry-run] [--rules FILE]... EXT.so\n"
 	"       cypatch --target-layout fallback [-o OUT | --in-place] [--dry-run] EXT.so\n"
@@ -53,8 +51,8 @@ static const char usage[] =
 
 struct opts {
 	const char *layout, *output, *input;
-	const char *rules[MAX_RULES];
-	int nrules, dry_run, in_place, no_fallback, keep_build_id;
+	struct cli_rules rules;
+	int dry_run, in_place, no_fallback, keep_build_id;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -87,9 +85,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'F': o->no_fallback = 1; break;
 		case 'K': o->keep_build_id = 1; break;
 		case 'r':
-			if (o->nrules == MAX_RULES)
-				return cli_usage_error("--target-layout", "more than %s --rules files", "32");
-			o->rules[o->nrules++] = optarg;
+			if (cli_add_rules(&o->rules, "--target-layout", optarg))
+				return CP_E_USAGE;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -146,6 +143,8 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 		printf("%s: the plan for the %s layout:\n", o->input, o->layout);
 	}
 	st = cp_patch_file(o->input, dest, rules, &po, &r, err);
+	if (!st && r.outcome == CP_NOT_EXTENSION)
+		st = err->code = CP_E_INPUT; /* the scan's message says why */
 	if (!st && r.outcome == CP_NOTHING_MAPPED)
 		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to retarget",
 			     o->input);
@@ -165,7 +164,7 @@ int cmd_retarget(int argc, char **argv)
 	rc = parse(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	if (cli_load_rules(&rules, o.rules, o.nrules, &err))
+	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err))
 		return cli_error(&err);
 	rc = run(&o, rules, &err);
 	cp_rules_free(rules);

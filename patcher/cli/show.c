@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_RULES 32
-
 static const char usage[] =
 	"usage: cypatch show [--json] [--all] [--rules FILE]... EXT.so\n"
 	"\n"
@@ -33,8 +31,8 @@ int cmd_show(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rules_files[MAX_RULES];
-	int nrules = 0, json = 0, all = 0, c;
+	struct cli_rules rules_files = { { NULL }, 0 };
+	int json = 0, all = 0, c;
 	cp_rules *rules = NULL;
 	cp_image *img = NULL;
 	cp_scan *scan = NULL;
@@ -51,9 +49,8 @@ int cmd_show(int argc, char **argv)
 			all = 1;
 			break;
 		case 'r':
-			if (nrules == MAX_RULES)
-				return cli_usage_error("show", "more than %s --rules files", "32");
-			rules_files[nrules++] = optarg;
+			if (cli_add_rules(&rules_files, "show", optarg))
+				return CP_E_USAGE;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -64,7 +61,7 @@ int cmd_show(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage_error("show", "%s", "expects exactly one EXT.so");
-	st = cli_load_rules(&rules, rules_files, nrules, &err);
+	st = cli_load_rules(&rules, rules_files.file, rules_files.n, &err);
 	if (!st)
 		st = cp_image_open(argv[optind], &img, &err);
 	if (!st)

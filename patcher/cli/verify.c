@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_RULES 32
-
 static const char usage[] =
 	"usage: cypatch verify --python PY [--gpu] [--timeout S] [--json] EXT.so|WHEEL\n"
 	"\n"
@@ -85,8 +83,8 @@ int cmd_verify(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct cp_verify_opts o = { "python3", false, 120 };
-	const char *rules_files[MAX_RULES];
-	int nrules = 0, json = 0, c;
+	struct cli_rules rules_files = { { NULL }, 0 };
+	int json = 0, c;
 	cp_rules *rules = NULL;
 	cp_error err = { CP_OK, "" };
 	json_t *result = NULL;
@@ -105,9 +103,8 @@ int cmd_verify(int argc, char **argv)
 			break;
 		case 'j': json = 1; break;
 		case 'r':
-			if (nrules == MAX_RULES)
-				return cli_usage_error("verify", "more than %s --rules files", "32");
-			rules_files[nrules++] = optarg;
+			if (cli_add_rules(&rules_files, "verify", optarg))
+				return CP_E_USAGE;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -118,15 +115,13 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage_error("verify", "%s", "expects exactly one EXT.so or WHEEL");
-	st = cli_load_rules(&rules, rules_files, nrules, &err);
+	st = cli_load_rules(&rules, rules_files.file, rules_files.n, &err);
 	if (!st)
 		st = cp_verify(argv[optind], rules, &o, &result, &ok, &err);
-	if (!st && json) {
-		json_dumpf(result, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
-	} else if (!st) {
+	if (!st && json)
+		st = cli_print_json(result);
+	else if (!st)
 		print_text(result);
-	}
 	json_decref(result);
 	cp_rules_free(rules);
 	if (st)
