@@ -498,7 +498,8 @@ cp_status cp_plan_check_overlaps(struct planner *pl)
 	struct cp_plan *p = pl->p;
 	size_t i;
 
-	qsort(p->edits, p->nedits, sizeof(*p->edits), by_off);
+	if (p->nedits)
+		qsort(p->edits, p->nedits, sizeof(*p->edits), by_off);
 	for (i = 1; i < p->nedits; i++)
 		if (p->edits[i].off < p->edits[i - 1].off + p->edits[i - 1].len &&
 		    !(p->edits[i].off == p->edits[i - 1].off && p->edits[i].len == p->edits[i - 1].len &&
@@ -547,6 +548,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	if (!st)
 		st = cp_plan_check_overlaps(&pl);
 	cp_dis_close(&pl.dis);
+	cp_plan_blob_free(&pl);
 	free(pl.done);
 	if (st) {
 		cp_plan_free(plan);

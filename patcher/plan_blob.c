@@ -48,7 +48,7 @@ cp_status cp_plan_blob_begin(struct planner *pl)
 	return CP_OK;
 }
 
-static void free_blobs(struct planner *pl)
+void cp_plan_blob_free(struct planner *pl)
 {
 	size_t i, k;
 
@@ -469,6 +469,6 @@ cp_status cp_plan_blob_end(struct planner *pl)
 	for (i = 0; !st && i < pl->scan->nblobs; i++)
 		if (pl->blobs[i].dirty)
 			st = rebuild(pl, (int)i);
-	free_blobs(pl);
+	cp_plan_blob_free(pl);
 	return st;
 }

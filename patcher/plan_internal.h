@@ -54,5 +54,7 @@ cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r);
 cp_status cp_plan_blob_from_import(struct planner *pl, const struct cp_ref *r, const char *parent,
 				   const char *leaf);
 cp_status cp_plan_blob_end(struct planner *pl);
+/* Frees the blob plans (cp_plan_blob_end does; error paths call it). */
+void cp_plan_blob_free(struct planner *pl);
 
 #endif

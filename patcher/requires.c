@@ -78,7 +78,7 @@ static size_t rewrite(const char *v, size_t n, const char *layout, bool python, 
 
 		k = (size_t)(stop - specs);
 		snprintf(spec, sizeof(spec), "%.*s", (int)(k < sizeof(spec) ? k : sizeof(spec) - 1), specs);
-		while (k && isspace((unsigned char)spec[k - 1]))
+		while (k && (isspace((unsigned char)spec[k - 1]) || spec[k - 1] == ')'))
 			spec[--k] = '\0';
 		if (spec[strspn(spec, " ()")] && keep(spec + strspn(spec, " ("), layout)) {
 			w += (size_t)sprintf(o + w, "%s%s", first ? "" : ",", spec + strspn(spec, " ("));

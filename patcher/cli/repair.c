@@ -143,7 +143,7 @@ int cmd_repair(int argc, char **argv)
 	struct opts o;
 	cp_rules *rules = NULL;
 	cp_error err = { CP_OK, "" };
-	json_t *all = json_array();
+	json_t *all;
 	int rc, first = 0, i, tty = isatty(STDERR_FILENO);
 
 	memset(&o, 0, sizeof(o));
@@ -154,6 +154,7 @@ int cmd_repair(int argc, char **argv)
 		return cli_usage_error("repair", "no layout named '%s'", o.r.layout);
 	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err))
 		return cli_error(&err);
+	all = json_array();
 	for (i = optind; i < argc; i++) {
 		struct cp_repair_result r;
 		cp_status st;

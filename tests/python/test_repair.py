@@ -266,3 +266,25 @@ def test_repair_usage_errors(tmp_path):
     assert cypatch("repair", "-w", str(tmp_path), "-t", "sideways", RMM).returncode == 64
     assert cypatch("repair", "-w", str(tmp_path / "missing"), "-t", "legacy", RMM).returncode == 64
     assert "usage: cypatch repair" in cypatch("repair", "--help", check=0).stdout
+
+
+@pytest.mark.parametrize("layout,built,before,after", [
+    # a bindings build made to run on the legacy layout (and, fallback, on both)
+    ("legacy", "bindings", "cuda-python<13,>=12.6.2", "cuda-python<13"),
+    ("fallback", "bindings", "cuda-python (>=12.6.2,<13) ; python_version >= \"3.9\"",
+     "cuda-python<13 ; python_version >= \"3.9\""),
+    # a legacy build made to run on the bindings layout
+    ("bindings", "legacy", "cuda-python>=12.0,<12.6", "cuda-python>=12.6.1"),
+    ("bindings", "legacy", "cuda_python~=12.5", "cuda_python>=12.6.1"),
+])
+def test_relax_requires(layout, built, before, after, tmp_path):
+    files = {"demo/" + os.path.basename(e["so"]): open(e["so"], "rb").read() for e in ENTRIES
+             if e["id"] == "3.3.1/%s/cimports" % built}
+    meta = ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1.23\n"
+            "Requires-Dist: %s\n\nA description that mentions Requires-Dist: cuda-python>=1\n" % before).encode()
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                       dict(files, **{"demo-1.0.dist-info/METADATA": meta}))
+    proc = repair(wheel, tmp_path / "out", layout, "--relax-requires")
+    assert "METADATA requirement relaxed" in proc.stdout
+    out = zipfile.ZipFile(str(tmp_path / "out" / os.path.basename(wheel))).read("demo-1.0.dist-info/METADATA")
+    assert out.decode() == meta.decode().replace("Requires-Dist: %s\n" % before, "Requires-Dist: %s\n" % after)
