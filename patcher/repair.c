@@ -405,7 +405,7 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 	}
 	if (!st)
 		st = patch_extensions(&j);
-	if (!st)
+	if (!st && !o->keep_sources)
 		st = rewrite_sources(&j);
 	if (!st && o->relax_requires)
 		st = relax_metadata(&j);

@@ -18,6 +18,7 @@ struct cp_repair_opts {
 	const char *outdir;     /* -w DIR */
 	bool no_fallback, keep_build_id;
 	bool relax_requires;    /* widen cuda-python / cuda-bindings in METADATA */
+	bool keep_sources;      /* leave the Python sources' import statements alone */
 };
 
 struct cp_repair_member {

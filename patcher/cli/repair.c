@@ -27,6 +27,8 @@ static const char usage[] =
 	"      --relax-requires        widen the cuda-python / cuda-bindings\n"
 	"                              requirement in METADATA to what the patched\n"
 	"                              wheel supports (docs/repair.md)\n"
+	"      --keep-sources          leave the import statements of the wheel's\n"
+	"                              Python sources as they are\n"
 	"      --no-fallback           refuse what strings alone cannot express\n"
 	"      --keep-build-id         keep the extensions' GNU build-ids\n"
 	"      --json                  print a JSON summary on stdout\n"
@@ -49,6 +51,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "wheel-dir", required_argument, NULL, 'w' },
 		{ "target-layout", required_argument, NULL, 't' },
 		{ "relax-requires", no_argument, NULL, 'R' },
+		{ "keep-sources", no_argument, NULL, 'S' },
 		{ "no-fallback", no_argument, NULL, 'F' },
 		{ "keep-build-id", no_argument, NULL, 'K' },
 		{ "json", no_argument, NULL, 'j' },
@@ -65,6 +68,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'w': o->r.outdir = optarg; break;
 		case 't': o->r.layout = optarg; break;
 		case 'R': o->r.relax_requires = true; break;
+		case 'S': o->r.keep_sources = true; break;
 		case 'F': o->r.no_fallback = true; break;
 		case 'K': o->r.keep_build_id = true; break;
 		case 'j': o->json = 1; break;

@@ -288,3 +288,16 @@ def test_relax_requires(layout, built, before, after, tmp_path):
     assert "METADATA requirement relaxed" in proc.stdout
     out = zipfile.ZipFile(str(tmp_path / "out" / os.path.basename(wheel))).read("demo-1.0.dist-info/METADATA")
     assert out.decode() == meta.decode().replace("Requires-Dist: %s\n" % before, "Requires-Dist: %s\n" % after)
+
+
+def test_with_keep_sources_only_the_extensions_and_record_change(tmp_path):
+    proc = repair(RMM, tmp_path, "fallback", "--keep-sources")
+    assert "imports-rewritten" not in proc.stdout
+    out = str(tmp_path / os.path.basename(RMM))
+    before, after = raw_members(RMM), raw_members(out)
+    doc = json.loads(zipfile.ZipFile(out).read("rmm_cu12-25.2.0.dist-info/cypatch.json"))
+    patched = {e["path"] for e in doc["extensions"] if e["outcome"] == "patched"}
+    assert len(patched) == 3 and doc["python_sources"] == []
+    assert set(after) - set(before) == {"rmm_cu12-25.2.0.dist-info/cypatch.json"}
+    changed = {n for n in before if after[n] != before[n]}
+    assert changed == patched | {"rmm_cu12-25.2.0.dist-info/RECORD"}
