@@ -392,8 +392,9 @@ static cp_status plan_code(struct fb *f, uint64_t *code, uint64_t thunk[NREDIREC
 	return st;
 }
 
-/* Once placed: the context's GOT offsets and the thunks' displacements. */
-static void finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uint64_t thunk_p[NREDIRECTS])
+/* Once placed: the context's GOT and thunk offsets, each thunk's lea
+ * displacement, and what the check decodes again there (lea, jmp). */
+static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uint64_t thunk_p[NREDIRECTS])
 {
 	struct cp_plan *p = f->pl->p;
 	struct cp_chunk *cc = &p->space[CP_SPACE_CODE].chunks[0];
@@ -413,20 +414,6 @@ static void finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uint64_t
 
 		memcpy(cc->bytes + (t - code) + 3, &d, 4);
 		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, thunk) + 8 * redirects[i].api, &rel, 8);
-	}
-}
-
-/* What the check decodes again: each thunk's lea and jmp. */
-static cp_status add_expectations(struct fb *f, uint64_t ctx_p, uint64_t code_p,
-				  const uint64_t thunk_p[NREDIRECTS])
-{
-	struct cp_plan *p = f->pl->p;
-	uint64_t ctx = cp_plan_real_address(p, ctx_p), code = cp_plan_real_address(p, code_p);
-	size_t i;
-
-	for (i = 0; i < NREDIRECTS; i++) {
-		uint64_t t = cp_plan_real_address(p, thunk_p[i]);
-
 		if (cp_plan_expect(f->pl, t, ctx) || cp_plan_expect(f->pl, t + 7, code + *redirects[i].entry))
 			return f->pl->err->code;
 	}
@@ -487,10 +474,8 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 		st = plan_code(&f, &code, thunk);
 	if (!st)
 		st = cp_plan_place(&pl);
-	if (!st) {
-		finish(&f, ctx, code, thunk);
-		st = add_expectations(&f, ctx, code, thunk);
-	}
+	if (!st)
+		st = finish(&f, ctx, code, thunk);
 	if (!st)
 		st = cp_plan_check_overlaps(&pl);
 	plan->nchanged = f.nsites;
