@@ -25,7 +25,9 @@ typedef enum cp_status {
 	CP_E_RULES = 3,     /* a rules file is malformed or inconsistent */
 	CP_E_USAGE = 64,    /* bad command line */
 	CP_E_INTERNAL = 70, /* a bug or an exhausted resource */
-	CP_E_IO = 74        /* writing the output failed */
+	CP_E_IO = 2         /* the output cannot be written: exit code 2 as for a bad
+			     * input file, since it is also a file the caller named
+			     * (read-only directory, full file system) */
 } cp_status;
 
 typedef struct cp_error {

@@ -48,7 +48,8 @@ static cp_status read_eh_frame_hdr(cp_image *img, size_t *cap, cp_error *err)
 		return CP_OK;
 	memcpy(&count, d + 8, 4);
 	if (count > (s->size - 12) / 8)
-		return CP_OK;
+		return cp_fail(err, CP_E_INPUT, "%s: .eh_frame_hdr claims %u entries; the section holds %llu",
+			       img->path, count, (unsigned long long)(s->size - 12) / 8);
 	for (i = 0; i < count; i++) {
 		int32_t loc;
 

@@ -98,7 +98,8 @@ static uint64_t room_after(const cp_image *img, size_t i, uint32_t flags, uint64
 /* Room after PT_LOAD i when it is the last segment in the file and in
  * memory and only the section-name table and the section header table
  * follow it (a segment an earlier run appended): emit writes both again
- * after the new space, so the space may take their place. */
+ * after the new space, so the space may take their place. flags 0: a
+ * segment of any flags. */
 static bool tail_room(const cp_image *img, size_t i, uint32_t flags, uint64_t *start_off, uint64_t *start_va)
 {
 	Elf64_Phdr s = phdr(img, i);
@@ -107,7 +108,8 @@ static bool tail_room(const cp_image *img, size_t i, uint32_t flags, uint64_t *s
 	size_t k;
 
 	memcpy(&eh, img->data, sizeof(eh));
-	if (s.p_type != PT_LOAD || s.p_flags != flags || s.p_filesz != s.p_memsz || eh.e_shoff < end)
+	if (s.p_type != PT_LOAD || (flags && s.p_flags != flags) || s.p_filesz != s.p_memsz ||
+	    eh.e_shoff < end)
 		return false;
 	for (k = 0; k < phnum(img); k++) {
 		Elf64_Phdr o = phdr(img, k);
@@ -251,6 +253,75 @@ static cp_status place_in_note(struct planner *pl, const struct growth g[CP_NSPA
 						   : "program headers: PT_NOTE gives its entry to a new read-only PT_LOAD");
 }
 
+static bool has_note(const cp_image *img)
+{
+	size_t i;
+
+	for (i = 0; i < phnum(img); i++)
+		if (phdr(img, i).p_type == PT_NOTE)
+			return true;
+	return false;
+}
+
+/* Whether the PT_LOAD that maps the file's start (its headers and, with
+ * -z noseparate-code, its read-only data) is executable. */
+static bool headers_executable(const cp_image *img)
+{
+	size_t i;
+
+	for (i = 0; i < phnum(img); i++) {
+		Elf64_Phdr ph = phdr(img, i);
+
+		if (ph.p_type == PT_LOAD && ph.p_offset == 0)
+			return (ph.p_flags & PF_X) != 0;
+	}
+	return false;
+}
+
+/* No padding and no PT_NOTE entry left, in a file an earlier run gave a
+ * segment at its tail: that segment grows for every space still unplaced,
+ * after what it already holds, and becomes R+X when one holds code. Only
+ * where the file maps its read-only data executable anyway (-z
+ * noseparate-code), so that no data becomes executable that the linker
+ * kept apart from code. Returns false when that does not apply. */
+static bool place_on_tail(struct planner *pl, struct growth g[CP_NSPACES], Elf64_Phdr *entry, int *at)
+{
+	struct cp_plan *p = pl->p;
+	uint64_t off, va, end;
+	size_t i, k;
+	int tail = -1;
+
+	if (!headers_executable(pl->img))
+		return false;
+	for (i = 0; i < phnum(pl->img) && tail < 0; i++)
+		if (tail_room(pl->img, i, 0, &off, &va))
+			tail = (int)i;
+	if (tail < 0)
+		return false;
+	*entry = phdr(pl->img, (size_t)tail);
+	end = off;
+	for (k = 0; k < CP_NSPACES; k++)
+		if (g[k].phdr == tail && p->space[k].seg_off + p->space[k].size > end)
+			end = p->space[k].seg_off + p->space[k].size;
+	for (k = CP_NSPACES; k-- > 0;) { /* code first */
+		struct cp_space *sp = &p->space[k];
+
+		if (!sp->nchunks || sp->place != CP_PLACE_NONE)
+			continue;
+		sp->place = CP_PLACE_GAP;
+		sp->seg_off = (end + 15) & ~15ull;
+		sp->seg_vaddr = entry->p_vaddr + (sp->seg_off - entry->p_offset);
+		end = sp->seg_off + sp->size;
+		entry->p_flags |= sp->flags;
+	}
+	for (k = 0; k < CP_NSPACES; k++)
+		if (g[k].phdr == tail)
+			g[k].phdr = -1; /* the entry is written whole, below */
+	entry->p_filesz = entry->p_memsz = end - entry->p_offset;
+	*at = tail;
+	return true;
+}
+
 /* The real address of a provisional one. */
 static uint64_t real_address(const struct cp_plan *p, uint64_t t)
 {
@@ -293,7 +364,9 @@ cp_status cp_plan_place(struct planner *pl)
 {
 	struct cp_plan *p = pl->p;
 	struct growth g[CP_NSPACES];
+	Elf64_Phdr tail;
 	bool note = false;
+	int at;
 	cp_status st;
 	size_t k;
 
@@ -304,6 +377,15 @@ cp_status cp_plan_place(struct planner *pl)
 		if (p->space[k].nchunks)
 			place_in_gap(pl, (enum cp_space_kind)k, &g[k]);
 		note = note || (p->space[k].nchunks && p->space[k].place == CP_PLACE_NONE);
+	}
+	if (note && !has_note(pl->img) && place_on_tail(pl, g, &tail, &at)) {
+		st = add_growths(pl, g);
+		if (!st && cp_plan_add_edit(pl, CP_EDIT_WORD, phoff(pl->img) + (size_t)at * sizeof(Elf64_Phdr),
+					    &tail, sizeof(tail), 0, 0,
+					    tail.p_flags & PF_X ? "program headers: the segment an earlier run appended grows, R+X"
+								: "program headers: the segment an earlier run appended grows"))
+			st = pl->err->code;
+		return st ? st : resolve(pl);
 	}
 	st = note ? place_in_note(pl, g) : add_growths(pl, g);
 	return st ? st : resolve(pl);

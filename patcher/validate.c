@@ -8,6 +8,7 @@
 #include "error.h"
 
 #include <elf.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_TABLE_ENTRIES 0xff00u /* below PN_XNUM and SHN_LORESERVE */
@@ -124,6 +125,93 @@ static cp_status check_symtab(const char *path, const uint8_t *d, const Elf64_Sh
 	return CP_OK;
 }
 
+struct extent {
+	uint64_t off, end;
+	unsigned index;
+};
+
+static int by_offset(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->index < y->index ? -1 : 1;
+}
+
+/* Two sections sharing file bytes would let an edit of one corrupt the
+ * other; linkers never emit that. */
+static cp_status check_overlap(const char *path, const Elf64_Shdr *sh, unsigned shnum, cp_error *err)
+{
+	struct extent *e = malloc(shnum * sizeof(*e));
+	unsigned i, n = 0;
+	cp_status st = CP_OK;
+
+	if (!e)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", path);
+	for (i = 1; i < shnum; i++)
+		if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_size)
+			e[n++] = (struct extent){ sh[i].sh_offset, sh[i].sh_offset + sh[i].sh_size, i };
+	qsort(e, n, sizeof(*e), by_offset);
+	for (i = 1; i < n && !st; i++)
+		if (e[i].off < e[i - 1].end)
+			st = cp_fail(err, CP_E_INPUT, "%s: sections %u and %u overlap in the file", path,
+				     e[i - 1].index, e[i].index);
+	free(e);
+	return st;
+}
+
+/* Whether [va, va+len) lies in one PT_LOAD's file bytes. */
+static bool va_loaded(const uint8_t *d, const Elf64_Ehdr *eh, uint64_t va, uint64_t len)
+{
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(d + eh->e_phoff);
+	unsigned i;
+
+	for (i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && va >= ph[i].p_vaddr &&
+		    va - ph[i].p_vaddr <= ph[i].p_filesz && len <= ph[i].p_filesz - (va - ph[i].p_vaddr))
+			return true;
+	return false;
+}
+
+static const char *dyn_tag_name(int64_t tag)
+{
+	switch (tag) {
+	case DT_HASH: return "DT_HASH";
+	case DT_GNU_HASH: return "DT_GNU_HASH";
+	case DT_STRTAB: return "DT_STRTAB";
+	case DT_SYMTAB: return "DT_SYMTAB";
+	case DT_RELA: return "DT_RELA";
+	case DT_JMPREL: return "DT_JMPREL";
+	case DT_VERSYM: return "DT_VERSYM";
+	case DT_VERNEED: return "DT_VERNEED";
+	default: return NULL;
+	}
+}
+
+/* The tables the dynamic section points at (which LIEF follows, and the
+ * loader too) must lie in the file's loaded bytes; a bad pointer otherwise
+ * surfaces later as a misleading "no PyInit_" or worse. */
+static cp_status check_dynamic(const char *path, const uint8_t *d, const Elf64_Ehdr *eh,
+			       const Elf64_Shdr *s, cp_error *err)
+{
+	const Elf64_Dyn *dyn = (const Elf64_Dyn *)(d + s->sh_offset);
+	uint64_t n = s->sh_size / sizeof(*dyn), k, strsz = 0;
+
+	for (k = 0; k < n && dyn[k].d_tag != DT_NULL; k++)
+		if (dyn[k].d_tag == DT_STRSZ)
+			strsz = dyn[k].d_un.d_val;
+	for (k = 0; k < n && dyn[k].d_tag != DT_NULL; k++) {
+		const char *name = dyn_tag_name(dyn[k].d_tag);
+		uint64_t len = dyn[k].d_tag == DT_STRTAB ? strsz : 1;
+
+		if (name && !va_loaded(d, eh, dyn[k].d_un.d_ptr, len))
+			return cp_fail(err, CP_E_INPUT, "%s: dynamic entry %s (%#llx) points outside the loaded segments",
+				       path, name, (unsigned long long)dyn[k].d_un.d_ptr);
+	}
+	return CP_OK;
+}
+
 static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
 				const Elf64_Ehdr *eh, cp_error *err)
 {
@@ -136,10 +224,16 @@ static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
 	sh = (const Elf64_Shdr *)(d + eh->e_shoff);
 	for (i = 1; i < eh->e_shnum; i++) {
 		if (sh[i].sh_type != SHT_NOBITS && !in_file(sh[i].sh_offset, sh[i].sh_size, size))
-			return cp_fail(err, CP_E_INPUT, "%s: truncated: section %u lies outside the file", path, i);
+			return cp_fail(err, CP_E_INPUT,
+				       "%s: section %u lies outside the file (offset %#llx, size %#llx; the file has %zu bytes)",
+				       path, i, (unsigned long long)sh[i].sh_offset,
+				       (unsigned long long)sh[i].sh_size, size);
 		if (sh[i].sh_addralign > 1 && (sh[i].sh_addralign & (sh[i].sh_addralign - 1)))
 			return cp_fail(err, CP_E_INPUT, "%s: section %u: alignment is not a power of two", path, i);
 	}
+	st = check_overlap(path, sh, eh->e_shnum, err);
+	if (st)
+		return st;
 	shstr = &sh[eh->e_shstrndx];
 	if (shstr->sh_type != SHT_STRTAB || shstr->sh_size == 0)
 		return cp_fail(err, CP_E_INPUT, "%s: section name table is not a string table", path);
@@ -152,8 +246,14 @@ static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
 				return st;
 		}
 		if (sh[i].sh_type == SHT_DYNAMIC &&
-		    (sh[i].sh_entsize != sizeof(Elf64_Dyn) || sh[i].sh_size % sizeof(Elf64_Dyn)))
+		    (sh[i].sh_entsize != sizeof(Elf64_Dyn) || sh[i].sh_size % sizeof(Elf64_Dyn) ||
+		     sh[i].sh_offset % 8))
 			return cp_fail(err, CP_E_INPUT, "%s: section %u: bad dynamic table", path, i);
+		if (sh[i].sh_type == SHT_DYNAMIC) {
+			st = check_dynamic(path, d, eh, &sh[i], err);
+			if (st)
+				return st;
+		}
 	}
 	return CP_OK;
 }

@@ -441,6 +441,11 @@ def main(argv):
         ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
     real_wheels = {name: download_wheel(cache, name, version) for name, version in REAL_WHEELS}
+    # a Cython extension that references nothing the rules map (bad input for a retarget)
+    unmapped, _, why = build_ext(cache, os.path.join(cache, "unmapped"), "unmapped",
+                                 "def answer():\n    return 42\n", PROVIDER_CYTHON, [])
+    if why:
+        raise SystemExit("build_corpus: the unmapped module: %s" % why)
     entries = build_all(cache, list(jobs(cache, sites, cuda_trees)))
     write_manifest(cache, {
         "python": sys.version.split()[0], "ext_suffix": EXT, "cythons": CYTHONS,
@@ -449,7 +454,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "real_wheels": real_wheels, "foreign": foreign, "entries": entries})
+        "real_wheels": real_wheels, "foreign": foreign, "unmapped": unmapped, "entries": entries})
 
 
 if __name__ == "__main__":

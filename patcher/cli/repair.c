@@ -37,7 +37,7 @@ static const char usage[] =
 	"\n"
 	"A progress line per wheel goes to stderr when it is a terminal.\n"
 	"Exit status: 0 every wheel written, 2 a bad wheel or extension, 3 bad\n"
-	"rules, 64 usage error, 74 output error (the first failure's status).\n";
+	"rules, 64 usage error, and 2 also when the output cannot be written (the first failure's status).\n";
 
 struct opts {
 	struct cp_repair_opts r;

@@ -47,7 +47,7 @@ static const char usage[] =
 	"its field) is covered by the fallback stub instead, which says so.\n"
 	"\n"
 	"Exit status: 0 done or nothing to do, 2 bad input or a reference that\n"
-	"cannot be rewritten, 3 bad rules, 64 usage error, 74 output error.\n";
+	"cannot be rewritten, 3 bad rules, 64 usage error; 2 also when the output cannot be written.\n";
 
 struct opts {
 	const char *layout, *output, *input;

@@ -1,15 +1,63 @@
-"""Bad input: one clear line naming the file and the problem, exit code 2,
-and the file untouched. The foreign binaries are real (MarkupSafe's wheels
-for aarch64, i686 and x86-64), the broken ones cut from corpus builds."""
+"""The bad-input corpus: every damaged or unsuitable file gets exit code 2,
+one line on stderr naming the file and the problem, nothing on stdout, the
+input byte-identical afterwards and no output at all (no partial file, no
+temporary left beside it) - from `show`, from each `--target-layout` mode
+with -o, and from `--in-place`.
+
+The damaged files are made here from a real corpus build by one documented
+change each (a cut, a moved offset, a huge count); the foreign ones are
+real (MarkupSafe's wheels for aarch64, i686 and x86-64, the system's libz);
+the fuzzers' crash reproducers live in tests/bad_input/fuzz/."""
+import glob
 import hashlib
 import os
 import shutil
+import struct
+import subprocess
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST, cypatch
+from conftest import CYPATCH, ENTRIES, MANIFEST, ROOT, cypatch
 
 SAMPLE = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
+FUZZ_REPRODUCERS = os.path.join(ROOT, "tests", "bad_input", "fuzz")
+
+
+class Elf:
+    """The sample's headers, read with struct (independently of cypatch)."""
+
+    def __init__(self, path):
+        self.data = open(path, "rb").read()
+        d = self.data
+        self.phoff, self.shoff = struct.unpack_from("<QQ", d, 0x20)
+        self.phnum, self.shentsize, self.shnum, self.shstrndx = struct.unpack_from("<HHHH", d, 0x38)
+        self.sec = [struct.unpack_from("<IIQQQQIIQQ", d, self.shoff + 64 * i) for i in range(self.shnum)]
+        names = self.sec[self.shstrndx][4]
+        self.names = [d[names + s[0]:d.index(b"\0", names + s[0])].decode() for s in self.sec]
+
+    def index(self, name):
+        return self.names.index(name)
+
+    def hdr(self, name):
+        """File offset of section `name`'s header."""
+        return self.shoff + 64 * self.index(name)
+
+    def with_changes(self, *changes):
+        d = bytearray(self.data)
+        for off, fmt, value in changes:
+            struct.pack_into(fmt, d, off, value)
+        return bytes(d)
+
+    def cut_keeping_sections(self, length):
+        """The first `length` bytes, with the section header table copied
+        after them (so that the table survives and what it describes does not)."""
+        length &= ~7
+        d = bytearray(self.data[:length] + self.data[self.shoff:self.shoff + 64 * self.shnum])
+        struct.pack_into("<Q", d, 0x28, length)
+        return bytes(d)
+
+
+ELF = Elf(SAMPLE)
 
 
 def digest(path):
@@ -17,87 +65,179 @@ def digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def check_refused(path, message):
-    before = digest(path)
-    for extra in ([], ["--json"]):
-        proc = cypatch("show", *extra, path)
-        assert proc.returncode == 2, (proc.returncode, proc.stderr)
-        assert proc.stdout == ""
+def listing(d):
+    return sorted(os.listdir(d))
+
+
+def commands(path, out):
+    yield ["show", path]
+    yield ["show", "--json", path]
+    yield ["--target-layout", "legacy", "-o", os.path.join(out, "legacy.so"), path]
+    yield ["--target-layout", "fallback", "-o", os.path.join(out, "fallback.so"), path]
+    yield ["--target-layout", "bindings", "--in-place", path]
+
+
+def refused(path, message, tmp_path, show=True):
+    """Every command refuses path with exit 2 and `message` on one line."""
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    before, beside = digest(path), listing(os.path.dirname(path))
+    for args in commands(path, str(out)):
+        if not show and args[0] == "show":
+            continue
+        proc = cypatch(*args)
+        assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
+        assert proc.stdout == "", (args, proc.stdout)
         lines = proc.stderr.splitlines()
-        assert lines == ["cypatch: %s: %s" % (path, message)], proc.stderr
+        assert len(lines) == 1, (args, proc.stderr)
+        assert lines[0].startswith("cypatch: %s: " % path), (args, lines[0])
+        assert message in lines[0], (args, lines[0])
     assert digest(path) == before
+    assert listing(str(out)) == []
+    assert listing(os.path.dirname(path)) == beside
 
 
-def cut(tmp_path, name, length):
-    out = tmp_path / name
-    with open(SAMPLE, "rb") as f:
-        out.write_bytes(f.read(length))
-    return str(out)
+def write(tmp_path, name, data):
+    d = tmp_path / "in"
+    d.mkdir(exist_ok=True)
+    p = d / name
+    p.write_bytes(data)
+    return str(p)
 
+
+# --- truncated at every table ---------------------------------------------
 
 def test_empty_file(tmp_path):
-    p = tmp_path / "empty.so"
-    p.write_bytes(b"")
-    check_refused(str(p), "empty file")
+    refused(write(tmp_path, "empty.so", b""), "empty file", tmp_path)
 
 
 def test_text_file(tmp_path):
-    p = tmp_path / "notes.so"
-    p.write_text("this is not an extension module\n")
-    check_refused(str(p), "not an ELF file")
+    refused(write(tmp_path, "notes.so", b"this is not an extension module\n"), "not an ELF file", tmp_path)
 
 
-def test_truncated_in_the_header(tmp_path):
-    check_refused(cut(tmp_path, "h.so", 40), "truncated ELF header (40 bytes)")
+@pytest.mark.parametrize("where,length,message", [
+    ("ident", 12, "truncated ELF header (12 bytes)"),
+    ("elf-header", 40, "truncated ELF header (40 bytes)"),
+    ("program-headers", ELF.phoff + ELF.phnum * 56 // 2, "truncated: program headers lie outside the file"),
+    ("section-headers", ELF.shoff + ELF.shnum * 64 // 2, "truncated: section headers lie outside the file"),
+    ("last-byte", len(ELF.data) - 1, "truncated: section headers lie outside the file"),
+])
+def test_truncated_in_a_header_table(tmp_path, where, length, message):
+    refused(write(tmp_path, where + ".so", ELF.data[:length]), message, tmp_path)
 
 
-def test_truncated_in_the_program_headers(tmp_path):
-    check_refused(cut(tmp_path, "p.so", 100), "truncated: program headers lie outside the file")
+# Sections whose second half reaches past the cut file (the header table
+# copied after the cut included): all but the last few small ones.
+DATA_SECTIONS = [n for n, s in zip(ELF.names, ELF.sec)
+                 if s[1] not in (0, 8) and s[5] > 16 and s[4] + s[5] > (s[4] + s[5] // 2) + 64 * ELF.shnum]
 
 
-def test_truncated_before_the_section_headers(tmp_path):
-    size = os.path.getsize(SAMPLE)
-    check_refused(cut(tmp_path, "s.so", size - 100), "truncated: section headers lie outside the file")
+@pytest.mark.parametrize("name", DATA_SECTIONS)
+def test_truncated_in_each_section(tmp_path, name):
+    """Cut in the middle of the section, its header kept: whatever reaches
+    past the end (a segment or the section) is named."""
+    s = ELF.sec[ELF.index(name)]
+    data = ELF.cut_keeping_sections(s[4] + s[5] // 2)
+    refused(write(tmp_path, "cut%s.so" % name, data), "lies outside the file", tmp_path)
 
 
-def test_truncated_in_the_middle(tmp_path):
-    """The section headers survive at the end, the sections they describe don't."""
-    data = open(SAMPLE, "rb").read()
-    half = len(data) // 2
-    import struct
-    shoff = struct.unpack_from("<Q", data, 0x28)[0]
-    shnum = struct.unpack_from("<H", data, 0x3c)[0]
-    shdrs = data[shoff:shoff + shnum * 64]
-    patched = bytearray(data[:half] + shdrs)
-    struct.pack_into("<Q", patched, 0x28, half)  # e_shoff now points at the copy
-    p = tmp_path / "m.so"
-    p.write_bytes(bytes(patched))
-    proc = cypatch("show", str(p))
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("cypatch: %s: truncated: " % p)
-    assert len(proc.stderr.splitlines()) == 1
+# --- tables pointing elsewhere ---------------------------------------------
+
+def test_overlapping_sections(tmp_path):
+    dynsym, dynstr = ELF.index(".dynsym"), ELF.index(".dynstr")
+    off = ELF.sec[dynsym][4] + 8
+    data = ELF.with_changes((ELF.hdr(".dynstr") + 24, "<Q", off))
+    refused(write(tmp_path, "overlap.so", data), "sections %d and %d overlap in the file" % (dynsym, dynstr),
+            tmp_path)
 
 
-def test_32_bit_elf():
-    check_refused(MANIFEST["foreign"]["i686"], "32-bit ELF; cypatch handles x86-64 extensions only")
+@pytest.mark.parametrize("name", [".text", ".rodata", ".dynstr", ".symtab"])
+def test_section_outside_the_file(tmp_path, name):
+    far = len(ELF.data) + 0x1000
+    data = ELF.with_changes((ELF.hdr(name) + 24, "<Q", far))
+    refused(write(tmp_path, "outside%s.so" % name, data),
+            "section %d lies outside the file (offset %#x" % (ELF.index(name), far), tmp_path)
 
 
-def test_aarch64_elf():
-    check_refused(MANIFEST["foreign"]["aarch64"],
-                  "ELF for aarch64 (e_machine 183); cypatch handles x86-64 extensions only")
+def test_stripped_section_headers(tmp_path):
+    data = ELF.with_changes((0x28, "<Q", 0), (0x3c, "<H", 0), (0x3e, "<H", 0))
+    refused(write(tmp_path, "noshdr.so", data),
+            "no section headers; cypatch needs them to find the module's data", tmp_path)
 
 
-def test_non_cython_shared_library():
-    check_refused(MANIFEST["foreign"]["x86_64"],
-                  "not a Cython extension module (no _cython_X_Y_Z ABI name in its data)")
+def dynamic_entry(tag):
+    s = ELF.sec[ELF.index(".dynamic")]
+    for k in range(s[5] // 16):
+        if struct.unpack_from("<q", ELF.data, s[4] + 16 * k)[0] == tag:
+            return s[4] + 16 * k + 8
+    raise AssertionError("no dynamic tag %d" % tag)
 
 
-def test_shared_library_without_pyinit():
+@pytest.mark.parametrize("tag,name", [(6, "DT_SYMTAB"), (5, "DT_STRTAB"), (0x6ffffef5, "DT_GNU_HASH"),
+                                      (7, "DT_RELA"), (23, "DT_JMPREL")])
+def test_dynamic_entry_pointing_outside(tmp_path, tag, name):
+    data = ELF.with_changes((dynamic_entry(tag), "<Q", 0x7fffffff0000))
+    refused(write(tmp_path, "dyn-%s.so" % name, data),
+            "dynamic entry %s (0x7fffffff0000) points outside the loaded segments" % name, tmp_path)
+
+
+# --- huge counts --------------------------------------------------------------
+
+HUGE = [
+    ("e_phnum", (0x38, "<H", 0xffff), "bad program header table (e_phnum 65535, e_phentsize 56)"),
+    ("e_shnum-ffff", (0x3c, "<H", 0xffff), "bad section header table (e_shnum 65535"),
+    ("e_shnum-feff", (0x3c, "<H", 0xfeff), "truncated: section headers lie outside the file"),
+    ("dynsym-size", (ELF.hdr(".dynsym") + 32, "<Q", 1 << 40), "section %d lies outside the file" % ELF.index(".dynsym")),
+    ("rela-size", (ELF.hdr(".rela.dyn") + 32, "<Q", (1 << 40) * 24), "section %d lies outside the file" % ELF.index(".rela.dyn")),
+    ("symtab-size", (ELF.hdr(".symtab") + 32, "<Q", 0xffffffffffffffe8), "section %d lies outside the file" % ELF.index(".symtab")),
+    ("eh-frame-hdr-count", (ELF.sec[ELF.index(".eh_frame_hdr")][4] + 8, "<I", 0x7fffffff),
+     ".eh_frame_hdr claims 2147483647 entries"),
+    ("symbol-name", (ELF.sec[ELF.index(".dynsym")][4] + 24, "<I", 0xfffffff0),
+     "section %d: symbol 1 has a bad name" % ELF.index(".dynsym")),
+]
+
+
+@pytest.mark.parametrize("name,change,message", HUGE, ids=[h[0] for h in HUGE])
+def test_huge_count(tmp_path, name, change, message):
+    refused(write(tmp_path, name + ".so", ELF.with_changes(change)), message, tmp_path)
+
+
+# --- not what cypatch handles ------------------------------------------------
+
+def test_32_bit_elf(tmp_path):
+    p = write(tmp_path, "i686.so", open(MANIFEST["foreign"]["i686"], "rb").read())
+    refused(p, "32-bit ELF; cypatch handles x86-64 extensions only", tmp_path)
+
+
+def test_aarch64_elf(tmp_path):
+    p = write(tmp_path, "aarch64.so", open(MANIFEST["foreign"]["aarch64"], "rb").read())
+    refused(p, "ELF for aarch64 (e_machine 183); cypatch handles x86-64 extensions only", tmp_path)
+
+
+def test_wrong_machine_in_a_corpus_build(tmp_path):
+    refused(write(tmp_path, "ppc.so", ELF.with_changes((0x12, "<H", 21))),
+            "ELF for ppc64 (e_machine 21); cypatch handles x86-64 extensions only", tmp_path)
+
+
+def test_non_cython_shared_library(tmp_path):
+    p = write(tmp_path, "speedups.so", open(MANIFEST["foreign"]["x86_64"], "rb").read())
+    refused(p, "not a Cython extension module (no _cython_X_Y_Z ABI name in its data)", tmp_path)
+
+
+def test_shared_library_without_pyinit(tmp_path):
     libz = next((p for p in ("/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1")
                  if os.path.exists(p)), None)
     if not libz:
         pytest.skip("no libz.so.1 on this machine to stand for a plain shared library")
-    check_refused(libz, "not a Cython extension module (no PyInit_ function is exported)")
+    p = write(tmp_path, "libz.so", open(libz, "rb").read())
+    refused(p, "not a Cython extension module (no PyInit_ function is exported)", tmp_path)
+
+
+def test_cython_extension_with_no_mapped_reference(tmp_path):
+    """`show` describes it (0 references, exit 0); every patch mode refuses it."""
+    p = write(tmp_path, "unmapped.so", open(MANIFEST["unmapped"], "rb").read())
+    assert cypatch("show", p, check=0).stdout.splitlines()[-1] == "0 references"
+    refused(p, "references no module the rules map; nothing to retarget", tmp_path, show=False)
 
 
 def test_directory_and_missing_file(tmp_path):
@@ -109,22 +249,102 @@ def test_directory_and_missing_file(tmp_path):
     assert proc.stderr == "cypatch: %s: cannot open: No such file or directory\n" % missing
 
 
-def test_bad_section_table(tmp_path):
-    """e_shnum 0xffff (what crashes LIEF) is refused before LIEF sees it."""
-    import struct
-    data = bytearray(open(SAMPLE, "rb").read())
-    struct.pack_into("<H", data, 0x3c, 0xffff)
-    p = tmp_path / "shnum.so"
-    p.write_bytes(bytes(data))
-    check_refused(str(p), "bad section header table (e_shnum 65535, e_shentsize 64, e_shstrndx %d)"
-                  % struct.unpack_from("<H", data, 0x3e)[0])
+# --- outputs that cannot be written --------------------------------------------
+
+def mount_tmpfs(path, options):
+    """A small tmpfs at path, or None with the reason it cannot be had."""
+    os.makedirs(path, exist_ok=True)
+    if os.geteuid() != 0:
+        return "mounting a tmpfs needs root"
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path], capture_output=True, text=True)
+    return None if proc.returncode == 0 else "mount -t tmpfs failed: %s" % proc.stderr.strip()
 
 
-def test_stripped_section_headers(tmp_path):
-    import struct
-    data = bytearray(open(SAMPLE, "rb").read())
-    struct.pack_into("<Q", data, 0x28, 0)          # e_shoff
-    struct.pack_into("<HH", data, 0x3c, 0, 0)      # e_shnum, e_shstrndx
-    p = tmp_path / "noshdr.so"
-    p.write_bytes(bytes(data))
-    check_refused(str(p), "no section headers; cypatch needs them to find the module's data")
+def umount(path):
+    subprocess.run(["umount", path], check=True)
+
+
+def output_refused(args, target, message_part, inputs):
+    before = {p: digest(p) for p in inputs}
+    proc = cypatch(*args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % target), proc.stderr
+    assert message_part in lines[0], lines[0]
+    assert {p: digest(p) for p in inputs} == before
+
+
+def test_read_only_output_directory(tmp_path):
+    ro = str(tmp_path / "ro")
+    why = mount_tmpfs(ro, "ro,size=1m")
+    if why and os.geteuid() == 0:
+        pytest.skip("no read-only directory for root here: " + why)
+    if why:  # an ordinary user: permissions are enough
+        os.chmod(ro, 0o555)
+    try:
+        src = write(tmp_path, "in.so", ELF.data)
+        for mode in ("legacy", "fallback"):
+            target = os.path.join(ro, "out.so")
+            output_refused(["--target-layout", mode, "-o", target, src], target,
+                           "Read-only file system" if not why else "Permission denied", [src])
+        assert os.listdir(ro) == []
+    finally:
+        if not why:
+            umount(ro)
+
+
+def test_full_file_system(tmp_path):
+    """-o and --in-place on a tmpfs with room for the input but not for a
+    second copy, and a repaired wheel on a tmpfs too small for it."""
+    full = str(tmp_path / "full")
+    size = (len(ELF.data) * 3 // 2 + 4095) // 4096 * 4096
+    why = mount_tmpfs(full, "size=%d" % size)
+    if why:
+        pytest.skip("no small file system to fill: " + why)
+    try:
+        src = os.path.join(full, "in.so")
+        shutil.copyfile(SAMPLE, src)
+        target = os.path.join(full, "out.so")
+        output_refused(["--target-layout", "legacy", "-o", target, src], target,
+                       "No space left on device", [src])
+        output_refused(["--target-layout", "fallback", "--in-place", src], src,
+                       "No space left on device", [src])
+        assert os.listdir(full) == ["in.so"]
+    finally:
+        umount(full)
+    wheel = MANIFEST["real_wheels"]["rmm-cu12"]
+    why = mount_tmpfs(full, "size=1m")
+    if why:
+        pytest.skip("no small file system to fill: " + why)
+    try:
+        proc = cypatch("repair", "-t", "legacy", "-w", full, wheel)
+        assert proc.returncode == 2, proc.stderr
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("cypatch: ")]
+        assert len(lines) == 1 and "No space left on device" in lines[0], proc.stderr
+        assert os.listdir(full) == []
+    finally:
+        umount(full)
+
+
+# --- what the fuzzers found ---------------------------------------------------
+
+REPRODUCERS = sorted(glob.glob(os.path.join(FUZZ_REPRODUCERS, "elf", "*")) +
+                     glob.glob(os.path.join(FUZZ_REPRODUCERS, "patch", "*")))
+
+
+@pytest.mark.skipif(not REPRODUCERS, reason="the fuzzers have found no crash to keep a reproducer of")
+@pytest.mark.parametrize("path", REPRODUCERS, ids=[os.path.relpath(p, FUZZ_REPRODUCERS) for p in REPRODUCERS])
+def test_fuzz_reproducer(tmp_path, path):
+    """A file that once crashed cypatch: now it is refused cleanly, or (for a
+    patch-pipeline find that is a valid module) handled without a crash."""
+    src = write(tmp_path, "repro.so", open(path, "rb").read())
+    out = tmp_path / "out"
+    out.mkdir()
+    before = digest(src)
+    for args in commands(src, str(out)):
+        proc = subprocess.run([CYPATCH] + args, capture_output=True, text=True)
+        assert proc.returncode in (0, 2), (args, proc.returncode, proc.stderr)
+        if proc.returncode == 2:
+            assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("cypatch: "), proc.stderr
+        if args[-2] != "--in-place":
+            assert digest(src) == before
