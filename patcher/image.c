@@ -52,7 +52,7 @@ cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
 	if (!st)
 		st = cp_validate_elf(path, img->data, img->size, err);
 	if (!st)
-		st = cp_lief_read(img, err);
+		st = cp_elf_read(img, err);
 	if (!st)
 		st = cp_relocs_read(img, err);
 	if (!st)
@@ -69,15 +69,10 @@ cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
 
 void cp_image_close(cp_image *img)
 {
-	size_t i;
-
 	if (!img)
 		return;
 	if (img->data)
 		munmap((void *)img->data, img->size);
-	for (i = 0; i < img->nstrings; i++)
-		free(img->strings[i]);
-	free(img->strings);
 	free(img->sec);
 	free(img->seg);
 	free(img->sym);
@@ -88,18 +83,6 @@ void cp_image_close(cp_image *img)
 	free(img->dynnames);
 	free(img->path);
 	free(img);
-}
-
-const char *cp_image_intern(cp_image *img, const char *s)
-{
-	char *copy = strdup(s);
-
-	if (!copy || CP_GROW(img->strings, img->capstrings, img->nstrings + 1)) {
-		free(copy);
-		return NULL;
-	}
-	img->strings[img->nstrings++] = copy;
-	return copy;
 }
 
 const uint8_t *cp_image_bytes(const cp_image *img, uint64_t off, uint64_t len)

@@ -2,10 +2,10 @@
  * image.h - an ELF file as bytes plus a parsed view of it.
  *
  * The bytes are the file, mapped read-only. The view (sections, segments,
- * symbols) comes from LIEF (lief_view.c) after validate.c has checked every
- * header and table it will read; relocations and the PLT are read here with
- * <elf.h> types, since LIEF's C API has none. All access to the bytes goes
- * through the bounds-checked helpers below.
+ * symbols, relocations, the PLT) is read with <elf.h> types (elf_view.c,
+ * relocs.c) after validate.c has checked every header and table it will
+ * read; LIEF cross-checks that reader in the test suite. All access to the
+ * bytes goes through the bounds-checked helpers below.
  */
 #ifndef CP_IMAGE_H
 #define CP_IMAGE_H
@@ -76,8 +76,6 @@ struct cp_image {
 	size_t nplt;
 	uint64_t *func;          /* function starts (.eh_frame_hdr, symbols), sorted */
 	size_t nfunc;
-	char **strings;          /* names copied out of LIEF, owned */
-	size_t nstrings, capstrings;
 	char **dynnames;         /* .dynsym names by index (into file bytes) */
 	size_t ndynnames;
 	struct cp_fallback_view fallback;
@@ -86,8 +84,8 @@ struct cp_image {
 /* validate.c: checks the headers and tables before any parser reads them. */
 cp_status cp_validate_elf(const char *path, const uint8_t *data, size_t size, cp_error *err);
 
-/* lief_view.c: the only place that calls LIEF. */
-cp_status cp_lief_read(cp_image *img, cp_error *err);
+/* elf_view.c: sections, segments and symbols (names point into the file). */
+cp_status cp_elf_read(cp_image *img, cp_error *err);
 
 /* relocs.c: dynamic relocations, dynamic symbol names, GOT and PLT maps. */
 cp_status cp_relocs_read(cp_image *img, cp_error *err);
@@ -135,9 +133,6 @@ const struct cp_symbol *cp_image_symbol(const cp_image *img, const char *name);
 
 /* [start, end) of the function holding addr; false when unknown. */
 bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint64_t *end);
-
-/* Copies s into the image's string storage; NULL when memory is exhausted. */
-const char *cp_image_intern(cp_image *img, const char *s);
 
 bool cp_section_is_code(const struct cp_section *s);
 bool cp_section_is_rodata(const struct cp_section *s);   /* allocated, not exec, not writable */

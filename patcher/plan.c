@@ -28,51 +28,98 @@ static bool name_char(int c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* The longest source-layout name at text[i] (module, path form or mangled
- * prefix) on its boundaries; writes its target form into repl. */
-static size_t match_at(const struct planner *pl, const char *text, size_t n, size_t i,
-		       char *repl, size_t replsz)
+/* One form of a mapped name, from -> to. */
+static cp_status add_form(struct planner *pl, const char *from, const char *to, bool mangled)
+{
+	struct cp_name_form *f;
+
+	f = realloc(pl->forms, (pl->nforms + 1) * sizeof(*f));
+	if (!f)
+		return cp_plan_oom(pl);
+	pl->forms = f;
+	f = &pl->forms[pl->nforms];
+	f->from = strdup(from);
+	f->to = strdup(to);
+	if (!f->from || !f->to) {
+		free(f->from);
+		free(f->to);
+		return cp_plan_oom(pl);
+	}
+	f->flen = strlen(from);
+	f->mangled = mangled;
+	pl->nforms++;
+	return CP_OK;
+}
+
+static void slashes(char *s)
+{
+	for (; *s; s++)
+		if (*s == '.')
+			*s = '/';
+}
+
+/* Every name that moves towards the target, in its three forms: dotted,
+ * path (a/b/c) and Cython's mangled prefix; made once, since match_at runs
+ * at every byte of every rewritten string. */
+static cp_status make_forms(struct planner *pl)
 {
 	const cp_rules *r = pl->rules;
-	size_t best = 0, k;
-	int side, form;
+	char from[512], to[512];
+	cp_status st = CP_OK;
+	size_t k;
+	int side;
 
-	for (k = 0; k < r->nmod; k++) {
+	for (k = 0; !st && k < r->nmod; k++) {
 		const struct cp_module_pair *m = &r->mod[k];
 
-		for (side = 0; side < 2; side++) {
-			char from[512], to[512];
-			size_t flen;
-			int before = i ? text[i - 1] : 0, after;
-
+		for (side = 0; !st && side < 2; side++) {
 			if (m->layout[side] == pl->p->target || m->layout[!side] != pl->p->target)
 				continue;
-			for (form = 0; form < 3; form++) {
-				size_t q;
-
-				if (form == 2) {
-					if (cp_mangle_prefix(m->name[side], from, sizeof(from)) < 0 ||
-					    cp_mangle_prefix(m->name[!side], to, sizeof(to)) < 0)
-						continue;
-				} else {
-					snprintf(from, sizeof(from), "%s", m->name[side]);
-					snprintf(to, sizeof(to), "%s", m->name[!side]);
-					for (q = 0; form == 1 && from[q]; q++)
-						from[q] = from[q] == '.' ? '/' : from[q];
-					for (q = 0; form == 1 && to[q]; q++)
-						to[q] = to[q] == '.' ? '/' : to[q];
-				}
-				flen = strlen(from);
-				if (flen <= best || flen > n - i || memcmp(text + i, from, flen) != 0)
-					continue;
-				after = i + flen < n ? text[i + flen] : 0;
-				if (form != 2 && (name_char(before) || before == '.' || before == '/' ||
-						  name_char(after)))
-					continue;
-				best = flen;
-				snprintf(repl, replsz, "%s", to);
-			}
+			snprintf(from, sizeof(from), "%s", m->name[side]);
+			snprintf(to, sizeof(to), "%s", m->name[!side]);
+			st = add_form(pl, from, to, false);
+			slashes(from);
+			slashes(to);
+			if (!st)
+				st = add_form(pl, from, to, false);
+			if (!st && cp_mangle_prefix(m->name[side], from, sizeof(from)) >= 0 &&
+			    cp_mangle_prefix(m->name[!side], to, sizeof(to)) >= 0)
+				st = add_form(pl, from, to, true);
 		}
+	}
+	return st;
+}
+
+static void free_forms(struct planner *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nforms; i++) {
+		free(pl->forms[i].from);
+		free(pl->forms[i].to);
+	}
+	free(pl->forms);
+}
+
+/* The longest source-layout name at text[i] (module, path form or mangled
+ * prefix) on its boundaries; its target form in *repl. */
+static size_t match_at(const struct planner *pl, const char *text, size_t n, size_t i,
+		       const char **repl)
+{
+	size_t best = 0, k;
+	int before = i ? text[i - 1] : 0, after;
+
+	for (k = 0; k < pl->nforms; k++) {
+		const struct cp_name_form *f = &pl->forms[k];
+
+		if (f->flen <= best || f->flen > n - i || text[i] != f->from[0] ||
+		    memcmp(text + i, f->from, f->flen) != 0)
+			continue;
+		after = i + f->flen < n ? text[i + f->flen] : 0;
+		if (!f->mangled && (name_char(before) || before == '.' || before == '/' || name_char(after)))
+			continue;
+		best = f->flen;
+		*repl = f->to;
 	}
 	return best;
 }
@@ -86,8 +133,8 @@ int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char 
 	int count = 0;
 
 	while (i < n) {
-		char repl[512];
-		size_t m = match_at(pl, text, n, i, repl, sizeof(repl)), rl;
+		const char *repl = NULL;
+		size_t m = match_at(pl, text, n, i, &repl), rl;
 
 		if (m) {
 			rl = strlen(repl);
@@ -531,7 +578,9 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	st = cp_dis_open(&pl.dis, err);
 	if (st)
 		return st;
-	st = cp_plan_blob_begin(&pl);
+	st = make_forms(&pl);
+	if (!st)
+		st = cp_plan_blob_begin(&pl);
 	/* from-imports first: they claim the package and name strings that
 	 * other references share */
 	for (i = 0; !st && i < scan->nrefs; i++)
@@ -549,6 +598,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		st = cp_plan_check_overlaps(&pl);
 	cp_dis_close(&pl.dis);
 	cp_plan_blob_free(&pl);
+	free_forms(&pl);
 	free(pl.done);
 	if (st) {
 		cp_plan_free(plan);

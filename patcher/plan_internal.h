@@ -9,6 +9,14 @@
 
 struct cp_blob_plan;
 
+/* A source-layout name in one of its forms (dotted, path, mangled prefix)
+ * and what it becomes in the target layout; made once per plan. */
+struct cp_name_form {
+	char *from, *to;
+	size_t flen;
+	bool mangled;  /* a prefix: no word boundary needed */
+};
+
 struct planner {
 	const cp_image *img;
 	const cp_scan *scan;
@@ -20,6 +28,8 @@ struct planner {
 	size_t ndone, capdone;
 	struct cp_blob_plan *blobs; /* one per scan blob */
 	bool inexpressible;  /* refused: strings alone cannot express a rewrite */
+	struct cp_name_form *forms;
+	size_t nforms;
 };
 
 
