@@ -2,6 +2,7 @@
 #ifndef CP_CHECK_H
 #define CP_CHECK_H
 
+#include "emit.h"
 #include "plan.h"
 
 /*
@@ -9,11 +10,11 @@
  * unless: no reference to a layout other than the target is left (a moved
  * string's old bytes stay, with nothing pointing at them), every reference
  * of the input has its counterpart,
- * every redirected operand decodes to the planned address, and every byte
- * of the input outside the edits and the ELF header's table fields is
- * unchanged.
+ * every redirected operand decodes to the planned address, the output holds
+ * the delta d, and inside the delta's runs no byte differs from the input
+ * outside the edits, the new space and the ELF header's table fields.
  */
 cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_plan *plan,
-		   const char *path, const uint8_t *out, size_t outlen, cp_error *err);
+		   const char *path, const struct cp_delta *d, cp_error *err);
 
 #endif

@@ -1,21 +1,45 @@
-/* emit.h - the output file's bytes, from the input and a plan. */
+/* emit.h - what the output holds besides a copy of the input. */
 #ifndef CP_EMIT_H
 #define CP_EMIT_H
 
 #include "plan.h"
 
+/* Bytes that replace the input's at off (inside the input). */
+struct cp_run {
+	uint64_t off;
+	uint64_t len;
+	uint8_t *bytes;
+};
+
 /*
- * Copies the input and applies the edits and the new space's chunks. With
- * new space, the section header table is written again after everything,
- * with a section over each new space (".cypatch" for read-only data,
+ * The output as a delta: the input's bytes, then the runs written over
+ * them (sorted, disjoint, each holding its final bytes), then the tail
+ * after the input's end. Building, hashing, writing and checking it cost
+ * what the edits cost, not what the file does.
+ */
+struct cp_delta {
+	struct cp_run *run;
+	size_t nrun;
+	uint8_t *tail;     /* the output's bytes [in_size, size) */
+	uint64_t in_size, size;
+};
+
+/*
+ * The plan as a delta: the edits and the new space's chunks. With new
+ * space, the section header table is written again after everything, with
+ * a section over each new space (".cypatch" for read-only data,
  * ".cypatch.text" for code), so that strip and readelf see them; its name
  * table is copied there with the names.
  */
-cp_status cp_emit(const cp_image *img, const struct cp_plan *plan, uint8_t **out, size_t *outlen,
+cp_status cp_emit(const cp_image *img, const struct cp_plan *plan, struct cp_delta *d,
 		  cp_error *err);
 
-/* The names of the sections that cover appended data and code. */
-#define CP_SECTION_NAME ".cypatch"
-#define CP_CODE_SECTION_NAME ".cypatch.text"
+/* Writes the output to fd: the input copied by the kernel
+ * (copy_file_range, or write from the mapping where it cannot), then the
+ * runs and the tail; starts the writeback, which the caller's fsync ends. */
+cp_status cp_emit_write(const cp_image *img, const struct cp_delta *d, int fd, const char *target,
+			cp_error *err);
+
+void cp_delta_free(struct cp_delta *d);
 
 #endif

@@ -31,10 +31,12 @@ static cp_status map_file(cp_image *img, cp_error *err)
 		return cp_fail(err, CP_E_INPUT, "%s: empty file", img->path);
 	}
 	p = mmap(NULL, img->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
+		close(fd);
 		return cp_fail(err, CP_E_INPUT, "%s: cannot map: %s", img->path, strerror(errno));
+	}
 	img->data = p;
+	img->fd = fd;
 	return CP_OK;
 }
 
@@ -48,6 +50,7 @@ cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
 		free(img);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", path);
 	}
+	img->fd = -1;
 	st = map_file(img, err);
 	if (!st)
 		st = cp_validate_elf(path, img->data, img->size, err);
@@ -73,6 +76,8 @@ void cp_image_close(cp_image *img)
 		return;
 	if (img->data)
 		munmap((void *)img->data, img->size);
+	if (img->fd >= 0)
+		close(img->fd);
 	free(img->sec);
 	free(img->seg);
 	free(img->sym);
@@ -83,6 +88,19 @@ void cp_image_close(cp_image *img)
 	free(img->dynnames);
 	free(img->path);
 	free(img);
+}
+
+void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), from, to;
+
+	if (off > img->size || len > img->size - off)
+		return;
+	from = (off + page - 1) & ~(page - 1);
+	to = (off + len) & ~(page - 1);
+	/* an unwritten private file mapping: dropping it loses nothing */
+	if (to > from)
+		madvise((void *)(img->data + from), to - from, MADV_DONTNEED);
 }
 
 const uint8_t *cp_image_bytes(const cp_image *img, uint64_t off, uint64_t len)

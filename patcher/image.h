@@ -51,6 +51,11 @@ struct cp_import_slot {
 	const char *name;
 };
 
+/* The names of the sections over the data and code cypatch adds (emit.c);
+ * a fallback context is only ever in the first. */
+#define CP_SECTION_NAME ".cypatch"
+#define CP_CODE_SECTION_NAME ".cypatch.text"
+
 /* A context of cypatch's fallback stubs found in the file. */
 struct cp_fallback_view {
 	bool present;
@@ -60,6 +65,7 @@ struct cp_fallback_view {
 
 struct cp_image {
 	char *path;
+	int fd;                  /* open while the image is: the output copies from it */
 	const uint8_t *data;
 	size_t size;
 	struct cp_section *sec;
@@ -133,6 +139,11 @@ const struct cp_symbol *cp_image_symbol(const cp_image *img, const char *name);
 
 /* [start, end) of the function holding addr; false when unknown. */
 bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint64_t *end);
+
+/* The caller has read [off, off+len) and will rarely come back: its pages
+ * leave the process (they stay in the page cache, and come back on the next
+ * read). Keeps the resident size of a pass over a 1 GiB section small. */
+void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len);
 
 bool cp_section_is_code(const struct cp_section *s);
 bool cp_section_is_rodata(const struct cp_section *s);   /* allocated, not exec, not writable */

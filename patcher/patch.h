@@ -27,6 +27,20 @@ enum cp_patch_outcome {
 			    * written; err holds the scan's message */
 };
 
+/* Where the time goes (docs/performance.md): filled by cp_patch_file. */
+enum cp_stage {
+	CP_STAGE_LOAD,   /* map, validate, read sections, relocations, functions */
+	CP_STAGE_SCAN,   /* code walk, strings, blobs, imports */
+	CP_STAGE_PLAN,   /* retarget or fallback plan, placement */
+	CP_STAGE_EMIT,   /* the delta and the build-id */
+	CP_STAGE_WRITE,  /* the kernel's copy of the input, the delta's bytes */
+	CP_STAGE_CHECK,  /* the output loaded and scanned again */
+	CP_STAGE_SYNC,   /* fsync, rename */
+	CP_NSTAGES
+};
+
+const char *cp_stage_name(enum cp_stage s);
+
 struct cp_patch_result {
 	enum cp_patch_outcome outcome;
 	bool fallback;          /* the fallback stub was (or is) the means */
@@ -35,6 +49,7 @@ struct cp_patch_result {
 	unsigned long long new_bytes;
 	bool build_id;          /* the build-id was recomputed */
 	char layouts[2][32];    /* fallback: built against, accepted besides */
+	double seconds[CP_NSTAGES];
 };
 
 /* Patches `in` into `out` (which may be `in`). Nothing is written unless

@@ -221,15 +221,25 @@ bool cp_scan_is_module(const cp_image *img)
 
 cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
 {
+	return cp_scan_run_quiet(img, rules, NULL, out, err);
+}
+
+cp_status cp_scan_run_quiet(const cp_image *img, const cp_rules *rules, const bool *quiet,
+			    cp_scan **out, cp_error *err)
+{
 	cp_scan *s = calloc(1, sizeof(*s));
 	cp_status st;
 	size_t i;
 
 	*out = NULL;
-	if (!s || !(s->path = strdup(img->path))) {
+	if (!s || !(s->path = strdup(img->path)) ||
+	    !(s->needle_hits = calloc(img->nsec ? img->nsec : 1, sizeof(*s->needle_hits)))) {
+		if (s)
+			free(s->path);
 		free(s);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	}
+	s->quiet = quiet;
 	s->img = img;
 	s->rules = rules;
 	s->arch = "x86-64";
@@ -279,6 +289,7 @@ void cp_scan_free(cp_scan *s)
 
 	if (!s)
 		return;
+	free(s->needle_hits);
 	for (i = 0; i < s->nrefs; i++) {
 		struct cp_ref *r = &s->refs[i];
 

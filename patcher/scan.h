@@ -158,7 +158,15 @@ struct cp_scan {
 	unsigned layouts_seen;   /* bit per layout */
 	bool fallback;           /* fallback stubs injected by cypatch */
 	char fallback_layout[2][32]; /* built against, accepted besides */
+	uint32_t *needle_hits;   /* per section: needles found, before any filter */
+	const bool *quiet;       /* per section: known to hold no needle (or NULL) */
 };
+
+/* As cp_scan_run, but the string scan skips the sections marked quiet:
+ * the check passes those of the output that are byte for byte a section of
+ * the input where no needle was found (check.c). */
+cp_status cp_scan_run_quiet(const cp_image *img, const cp_rules *rules, const bool *quiet,
+			    cp_scan **out, cp_error *err);
 
 /* Whether img is a Cython extension module (exports PyInit_, names a
  * Cython ABI): what cp_scan_run refuses first when it is not. */

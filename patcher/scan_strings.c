@@ -14,6 +14,7 @@
 
 #include <ctype.h>
 #include <elf.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,10 +26,29 @@ struct needle {
 	int layout;
 	const char *module; /* rules-owned name */
 	enum needle_form form;
+	size_t anchor;      /* index into needles.anchor */
+	size_t anchor_at;   /* where that anchor starts in text */
 };
+
+/* Needles share short anchors (all of cuda-python's hold "cuda"), so that a
+ * section is searched once per anchor instead of once per needle: a 1 GiB
+ * section took 6.5 s with one memmem pass per needle. */
+#define ANCHOR_LEN 4
 
 struct needles {
 	struct needle *v;
+	size_t n, cap;
+	char (*anchor)[ANCHOR_LEN];
+	size_t nanchor;
+};
+
+/* A match: needle index and position, in the order the needles came. */
+struct match {
+	size_t needle, pos;
+};
+
+struct matches {
+	struct match *v;
 	size_t n, cap;
 };
 
@@ -108,6 +128,56 @@ static int build_needles(struct needles *ns, const cp_rules *r)
 	return 0;
 }
 
+/* How many needles without an anchor hold the ANCHOR_LEN bytes at text. */
+static size_t coverage(const struct needles *ns, const char *text)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ns->n; i++)
+		n += ns->v[i].anchor == SIZE_MAX &&
+		     memmem(ns->v[i].text, ns->v[i].len, text, ANCHOR_LEN) != NULL;
+	return n;
+}
+
+/* Greedy cover: the substring held by most uncovered needles becomes the
+ * next anchor. Needles shorter than an anchor are their own. */
+static int choose_anchors(struct needles *ns)
+{
+	size_t i, k, best_n, left = ns->n;
+	const char *best;
+
+	ns->anchor = calloc(ns->n ? ns->n : 1, sizeof(*ns->anchor));
+	if (!ns->anchor)
+		return -1;
+	for (i = 0; i < ns->n; i++)
+		ns->v[i].anchor = SIZE_MAX;
+	while (left) {
+		best = NULL;
+		best_n = 0;
+		for (i = 0; i < ns->n; i++)
+			for (k = 0; ns->v[i].anchor == SIZE_MAX && k + ANCHOR_LEN <= ns->v[i].len; k++)
+				if (coverage(ns, ns->v[i].text + k) > best_n) {
+					best = ns->v[i].text + k;
+					best_n = coverage(ns, best);
+				}
+		if (!best)
+			break;
+		memcpy(ns->anchor[ns->nanchor], best, ANCHOR_LEN);
+		for (i = 0; i < ns->n; i++) {
+			const char *at = ns->v[i].anchor == SIZE_MAX
+						 ? memmem(ns->v[i].text, ns->v[i].len, best, ANCHOR_LEN) : NULL;
+
+			if (at) {
+				ns->v[i].anchor = ns->nanchor;
+				ns->v[i].anchor_at = (size_t)(at - ns->v[i].text);
+				left--;
+			}
+		}
+		ns->nanchor++;
+	}
+	return 0;
+}
+
 static bool on_boundary(const struct needle *n, const uint8_t *d, size_t size, size_t pos)
 {
 	int before = pos ? d[pos - 1] : 0;
@@ -175,53 +245,140 @@ static cp_status on_match(cp_scan *s, const struct cp_section *sec, const uint8_
 	return add_string(s, sec, pos, end, pos, n, err);
 }
 
+static int add_match(struct matches *ms, size_t needle, size_t pos)
+{
+	if (CP_GROW(ms->v, ms->cap, ms->n + 1))
+		return -1;
+	ms->v[ms->n++] = (struct match){ needle, pos };
+	return 0;
+}
+
+/* Every occurrence of a needle holds its anchor at anchor_at, so each one
+ * is found exactly once, at the hit of its own anchor. Hits are searched
+ * in [from, to); a needle's bytes may reach past either end. */
+static int find_anchored(const struct needles *ns, size_t a, const uint8_t *d, size_t size,
+			 size_t from, size_t to, struct matches *ms)
+{
+	size_t end = to + ANCHOR_LEN - 1 < size ? to + ANCHOR_LEN - 1 : size;
+	const uint8_t *p = d + from, *h;
+	size_t i;
+
+	while ((h = memmem(p, end - (size_t)(p - d), ns->anchor[a], ANCHOR_LEN)) != NULL) {
+		size_t hit = (size_t)(h - d);
+
+		p = h + 1;
+		for (i = 0; i < ns->n; i++) {
+			const struct needle *n = &ns->v[i];
+
+			if (n->anchor != a || hit < n->anchor_at || n->len > size - (hit - n->anchor_at) ||
+			    memcmp(d + hit - n->anchor_at, n->text, n->len))
+				continue;
+			if (add_match(ms, i, hit - n->anchor_at))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Needles shorter than an anchor: one pass each. */
+static int find_plain(const struct needle *n, size_t index, const uint8_t *d, size_t size,
+		      size_t from, size_t to, struct matches *ms)
+{
+	size_t end = to + n->len - 1 < size ? to + n->len - 1 : size;
+	const uint8_t *p = d + from;
+
+	while ((p = memmem(p, end - (size_t)(p - d), n->text, n->len)) != NULL) {
+		if (add_match(ms, index, (size_t)(p - d)))
+			return -1;
+		p++;
+	}
+	return 0;
+}
+
+static int by_needle(const void *a, const void *b)
+{
+	const struct match *x = a, *y = b;
+
+	if (x->needle != y->needle)
+		return x->needle < y->needle ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* A section is searched a window at a time, each window's pages handed
+ * back after it, so that a 1 GiB section never is resident at once. */
+#define WINDOW ((size_t)32 << 20)
+
+static int find_all(const cp_scan *s, const struct cp_section *sec, const struct needles *ns,
+		    const uint8_t *d, struct matches *ms)
+{
+	size_t i, from, to;
+
+	for (from = 0; from < sec->size; from = to) {
+		to = sec->size - from > WINDOW ? from + WINDOW : sec->size;
+		for (i = 0; i < ns->nanchor; i++)
+			if (find_anchored(ns, i, d, sec->size, from, to, ms))
+				return -1;
+		for (i = 0; i < ns->n; i++)
+			if (ns->v[i].anchor == SIZE_MAX &&
+			    find_plain(&ns->v[i], i, d, sec->size, from, to, ms))
+				return -1;
+		if (sec->size > WINDOW)
+			cp_image_done_with(s->img, sec->offset + from, to - from);
+	}
+	/* needle by needle, as the candidates' precedence expects (add_string) */
+	qsort(ms->v, ms->n, sizeof(*ms->v), by_needle);
+	return 0;
+}
+
 static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
 			      const struct needles *ns, cp_error *err)
 {
 	const uint8_t *d = cp_image_bytes(s->img, sec->offset, sec->size);
+	struct matches ms = { NULL, 0, 0 };
+	cp_status st = CP_OK;
 	size_t i;
 
 	if (!d)
 		return CP_OK;
-	for (i = 0; i < ns->n; i++) {
-		const struct needle *n = &ns->v[i];
-		const uint8_t *p = d;
-
-		while ((p = memmem(p, sec->size - (size_t)(p - d), n->text, n->len)) != NULL) {
-			size_t pos = (size_t)(p - d);
-			cp_status st;
-
-			p++;
-			if (!on_boundary(n, d, sec->size, pos) ||
-			    cp_in_blob(s, sec->addr + pos, n->len) ||
-			    cp_image_in_fallback(s->img, sec->addr + pos))
-				continue;
-			st = on_match(s, sec, d, pos, n, err);
-			if (st)
-				return st;
-		}
+	if (find_all(s, sec, ns, d, &ms)) {
+		free(ms.v);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	}
-	return CP_OK;
+	s->needle_hits[sec - s->img->sec] = ms.n > UINT32_MAX ? UINT32_MAX : (uint32_t)ms.n;
+	for (i = 0; !st && i < ms.n; i++) {
+		const struct needle *n = &ns->v[ms.v[i].needle];
+		size_t pos = ms.v[i].pos;
+
+		if (!on_boundary(n, d, sec->size, pos) ||
+		    cp_in_blob(s, sec->addr + pos, n->len) ||
+		    cp_image_in_fallback(s->img, sec->addr + pos))
+			continue;
+		st = on_match(s, sec, d, pos, n, err);
+	}
+	free(ms.v);
+	return st;
 }
 
 cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 {
-	struct needles ns = { NULL, 0, 0 };
+	struct needles ns = { NULL, 0, 0, NULL, 0 };
 	cp_status st = CP_OK;
 	size_t i;
 
-	if (build_needles(&ns, s->rules)) {
+	if (build_needles(&ns, s->rules) || choose_anchors(&ns)) {
 		free(ns.v);
+		free(ns.anchor);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	}
 	for (i = 0; !st && i < s->img->nsec; i++) {
 		const struct cp_section *sec = &s->img->sec[i];
 
 		if ((sec->flags & SHF_ALLOC) && !(sec->flags & SHF_EXECINSTR) &&
-		    sec->type == SHT_PROGBITS)
+		    sec->type == SHT_PROGBITS && !(s->quiet && s->quiet[i]))
 			st = scan_section(s, sec, &ns, err);
 	}
 	free(ns.v);
+	free(ns.anchor);
 	return st;
 }
 

@@ -38,30 +38,59 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mode_t mode,
-			char *tmp, size_t tmpsz, cp_error *err)
+cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz, int *fd,
+			cp_error *err)
 {
 	char dir[4096];
-	int fd, saved;
 
 	dir_of(target, dir, sizeof(dir));
 	if ((size_t)snprintf(tmp, tmpsz, "%s/.cypatch-XXXXXX", dir) >= tmpsz)
 		return cp_fail(err, CP_E_IO, "%s: path too long", target);
-	fd = mkstemp(tmp);
-	if (fd < 0)
+	*fd = mkstemp(tmp);
+	if (*fd < 0)
 		return cp_fail(err, CP_E_IO, "%s: cannot create a file in %s: %s", target, dir, strerror(errno));
-	if (write_all(fd, data, len) || fchmod(fd, mode & 07777) || fsync(fd)) {
-		saved = errno;
-		close(fd);
-		unlink(tmp);
-		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
-	}
-	if (close(fd)) {
-		saved = errno;
-		unlink(tmp);
+	if (fchmod(*fd, mode & 07777)) {
+		int saved = errno;
+
+		cp_write_discard(*fd, tmp);
 		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
 	}
 	return CP_OK;
+}
+
+cp_status cp_write_close(int fd, const char *tmp, const char *target, cp_error *err)
+{
+	int saved;
+
+	if (fsync(fd) == 0 && close(fd) == 0)
+		return CP_OK;
+	saved = errno;
+	close(fd); /* after a failed fsync; EBADF after a failed close */
+	unlink(tmp);
+	return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
+}
+
+void cp_write_discard(int fd, const char *tmp)
+{
+	close(fd);
+	unlink(tmp);
+}
+
+cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mode_t mode,
+			char *tmp, size_t tmpsz, cp_error *err)
+{
+	int fd;
+	cp_status st = cp_write_open(target, mode, tmp, tmpsz, &fd, err);
+
+	if (st)
+		return st;
+	if (write_all(fd, data, len)) {
+		int saved = errno;
+
+		cp_write_discard(fd, tmp);
+		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
+	}
+	return cp_write_close(fd, tmp, target, err);
 }
 
 cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err)
@@ -84,32 +113,42 @@ cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err)
 	return CP_OK;
 }
 
+/* In the kernel where it can, else through a buffer. */
+static int copy_fd(int in, int out)
+{
+	char buf[1 << 16];
+	ssize_t n;
+
+	while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0 || (n < 0 && errno == EINTR))
+		;
+	if (n == 0)
+		return 0;
+	if (lseek(in, 0, SEEK_CUR) != 0 ||
+	    (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != EBADF))
+		return -1;
+	while ((n = read(in, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0 && write_all(out, (const uint8_t *)buf, (size_t)n))
+			return -1;
+	return n < 0 ? -1 : 0;
+}
+
 cp_status cp_write_copy(const char *src, const char *target, mode_t mode, cp_error *err)
 {
-	char dir[4096], tmp[4200], buf[1 << 16];
-	int in = open(src, O_RDONLY | O_CLOEXEC), fd = -1, saved = 0;
-	ssize_t n = 0;
+	char tmp[4200];
+	int in = open(src, O_RDONLY | O_CLOEXEC), fd;
+	cp_status st;
 
-	dir_of(target, dir, sizeof(dir));
-	snprintf(tmp, sizeof(tmp), "%s/.cypatch-XXXXXX", dir);
 	if (in < 0)
 		return cp_fail(err, CP_E_INPUT, "%s: cannot open: %s", src, strerror(errno));
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		saved = errno;
-		close(in);
-		return cp_fail(err, CP_E_IO, "%s: cannot create a file in %s: %s", target, dir, strerror(saved));
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0 && !write_all(fd, (const uint8_t *)buf, (size_t)n))
-		;
-	saved = errno;
-	if (n != 0 || fchmod(fd, mode & 07777) || fsync(fd) || close(fd)) {
-		if (!saved)
-			saved = errno;
-		close(in);
-		unlink(tmp);
-		return cp_fail(err, CP_E_IO, "%s: writing the copy failed: %s", target, strerror(saved));
+	st = cp_write_open(target, mode, tmp, sizeof(tmp), &fd, err);
+	if (!st && copy_fd(in, fd)) {
+		int saved = errno;
+
+		cp_write_discard(fd, tmp);
+		st = cp_fail(err, CP_E_IO, "%s: writing the copy failed: %s", target, strerror(saved));
+	} else if (!st) {
+		st = cp_write_close(fd, tmp, target, err);
 	}
 	close(in);
-	return cp_write_commit(tmp, target, err);
+	return st ? st : cp_write_commit(tmp, target, err);
 }

@@ -7,6 +7,18 @@
 #include <sys/types.h>
 #include "cypatch.h"
 
+/* An empty file beside `target` (same directory, so that rename is
+ * atomic) with mode bits `mode`, open for writing as *fd; its path goes to
+ * tmp (size tmpsz). */
+cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz, int *fd,
+			cp_error *err);
+
+/* Flushes fd to disk and closes it; on failure, tmp is removed. */
+cp_status cp_write_close(int fd, const char *tmp, const char *target, cp_error *err);
+
+/* Closes fd and removes tmp: the output is abandoned. */
+void cp_write_discard(int fd, const char *tmp);
+
 /* A new file beside `target` (same directory, so that rename is atomic),
  * holding data, with mode bits `mode`, flushed to disk. Its path goes to
  * tmp (size tmpsz). Nothing is left behind on failure. */

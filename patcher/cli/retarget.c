@@ -38,8 +38,9 @@ static const char usage[] =
 	"      --rules FILE            add a rules file to the built-in ones\n"
 	"      --no-fallback           refuse what strings alone cannot express instead\n"
 	"                              of injecting the fallback stub for it\n"
-	"      --keep-build-id         keep the GNU build-id (by default it is\n"
-	"                              recomputed over the patched file)\n"
+	"      --keep-build-id         keep the GNU build-id (by default a new one is\n"
+	"                              derived from the old one and the changes)\n"
+	"      --timings               print the seconds each stage took to stderr\n"
 	"  -h, --help                  show this help\n"
 	"\n"
 	"What strings alone cannot express (import a.b.c used through attributes,\n"
@@ -52,7 +53,7 @@ static const char usage[] =
 struct opts {
 	const char *layout, *output, *input;
 	struct cli_rules rules;
-	int dry_run, in_place, no_fallback, keep_build_id;
+	int dry_run, in_place, no_fallback, keep_build_id, timings;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -65,6 +66,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "rules", required_argument, NULL, 'r' },
 		{ "no-fallback", no_argument, NULL, 'F' },
 		{ "keep-build-id", no_argument, NULL, 'K' },
+		{ "timings", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -84,6 +86,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'n': o->dry_run = 1; break;
 		case 'F': o->no_fallback = 1; break;
 		case 'K': o->keep_build_id = 1; break;
+		case 'T': o->timings = 1; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "--target-layout", optarg))
 				return CP_E_USAGE;
@@ -124,6 +127,20 @@ static void report(const struct opts *o, const struct cp_patch_result *r, const 
 		       r->build_id ? ", build-id recomputed" : "", dest);
 }
 
+/* One line: the stages that ran, and their sum. */
+static void print_timings(const char *input, const struct cp_patch_result *r)
+{
+	double total = 0;
+	int s;
+
+	fprintf(stderr, "cypatch: %s: timings:", input);
+	for (s = 0; s < CP_NSTAGES; s++) {
+		fprintf(stderr, " %s %.3f s", cp_stage_name((enum cp_stage)s), r->seconds[s]);
+		total += r->seconds[s];
+	}
+	fprintf(stderr, ", total %.3f s\n", total);
+}
+
 static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 {
 	struct cp_patch_opts po;
@@ -150,6 +167,8 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 			     o->input);
 	if (!st)
 		report(o, &r, dest);
+	if (o->timings)
+		print_timings(o->input, &r);
 	return st ? cli_error(err) : 0;
 }
 
