@@ -38,13 +38,18 @@ cdef int benchLayout
 
 
 def provider_sources(n):
-    pxd = PXD_HEAD + "".join("cdef CUresult cuBench%d(unsigned int x) except ?-1 nogil\n" % i
-                             for i in range(n))
+    """Each function takes its own typedef, declared outside an extern block
+    as cuda-python's CUdevice and friends are, so that Cython mangles the
+    module path into every capsule signature: n distinct references."""
+    pxd = [PXD_HEAD]
+    for i in range(n):
+        pxd.append("ctypedef unsigned int BenchT%d\n"
+                   "cdef CUresult cuBench%d(BenchT%d x) except ?-1 nogil\n" % (i, i, i))
     pyx = ["benchLayout = 2 if __name__.startswith('cuda.bindings.') else 1\n\n"]
     for i in range(n):
-        pyx.append("cdef CUresult cuBench%d(unsigned int x) except ?-1 nogil:\n"
-                   "    return <CUresult>(benchLayout * 100000 + %d + x)\n\n" % (i, i))
-    return pxd, "".join(pyx)
+        pyx.append("cdef CUresult cuBench%d(BenchT%d x) except ?-1 nogil:\n"
+                   "    return <CUresult>(benchLayout * 100000 + %d + x)\n\n" % (i, i, i))
+    return "".join(pxd), "".join(pyx)
 
 
 def consumer_source(n, module):

@@ -89,11 +89,15 @@ static cp_status read_symbols(cp_image *img, cp_error *err)
 	if (!img->sym)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	for (i = 0; i < img->nsec; i++) {
-		const Elf64_Sym *s = (const Elf64_Sym *)(img->data + sh[i].sh_offset);
-		const char *str = (const char *)img->data + sh[sh[i].sh_link].sh_offset;
+		const Elf64_Sym *s;
+		const char *str;
 
+		/* sh_link is validated for symbol tables only (the fuzzer found
+		 * this read of another section's link out of bounds) */
 		if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM)
 			continue;
+		s = (const Elf64_Sym *)(img->data + sh[i].sh_offset);
+		str = (const char *)img->data + sh[sh[i].sh_link].sh_offset;
 		for (k = 0; k < sh[i].sh_size / sizeof(*s); k++) {
 			struct cp_symbol *d = &img->sym[img->nsym];
 

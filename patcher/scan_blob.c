@@ -85,6 +85,30 @@ static bool cand_cell(const cp_image *img, const struct cp_frame *f, const struc
 	return true;
 }
 
+/* A .rodata array: all its bits are known, so the whole words are read
+ * once (read cell by cell at every width, a mutated module took seconds). */
+static bool rodata_fits(const cp_image *img, uint64_t va, uint64_t n, struct cand *c)
+{
+	const uint8_t *p = cp_image_va_bytes(img, va, 4 * n);
+	uint64_t i, sum = 0, max = 0;
+	uint32_t v;
+
+	if (!p)
+		return false;
+	for (i = 0; i < n; i++) {
+		memcpy(&v, p + 4 * i, 4);
+		sum += v;
+		if (v > max)
+			max = v;
+	}
+	c->n = n;
+	c->sum = sum;
+	c->read_bits = 32;
+	c->bits = bit_length(max);
+	/* a .rodata array holds bit-fields: nothing above their width */
+	return max && max < (1ull << 16);
+}
+
 static bool cells_fit(const cp_image *img, const struct cp_frame *f, uint64_t va, int64_t base,
 		      uint64_t n, struct cand *c)
 {
@@ -92,6 +116,8 @@ static bool cells_fit(const cp_image *img, const struct cp_frame *f, uint64_t va
 
 	c->va = va;
 	c->base = base;
+	if (va)
+		return rodata_fits(img, va, n, c);
 	for (w = 32; w >= 1; w--) {
 		uint64_t i, sum = 0, max = 0;
 		uint32_t v;
@@ -111,8 +137,7 @@ static bool cells_fit(const cp_image *img, const struct cp_frame *f, uint64_t va
 		c->sum = sum;
 		c->read_bits = w;
 		c->bits = bit_length(max);
-		/* a .rodata array holds bit-fields: nothing above their width */
-		return !va || max < (1ull << 16);
+		return true;
 	}
 	return false;
 }

@@ -3,6 +3,7 @@
 
 #include "repair.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ static const char usage[] =
 	"target, symlinks, duplicate names, implausible sizes, a RECORD that does\n"
 	"not match) is refused and nothing is written for it.\n"
 	"\n"
-	"  -w, --wheel-dir DIR         where the repaired wheels go\n"
+	"  -w, --wheel-dir DIR         where the repaired wheels go (created if missing)\n"
 	"  -t, --target-layout LAYOUT  legacy, bindings or fallback\n"
 	"      --relax-requires        widen the cuda-python / cuda-bindings\n"
 	"                              requirement in METADATA to what the patched\n"
@@ -44,6 +45,26 @@ struct opts {
 	struct cli_rules rules;
 	int json;
 };
+
+/* mkdir -p, as auditwheel creates its wheel directory. */
+static int make_dirs(const char *path)
+{
+	char buf[4096];
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return errno = ENAMETOOLONG, -1;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -1;
+		buf[i] = path[i];
+	}
+	return 0;
+}
 
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -87,6 +108,11 @@ static int parse(int argc, char **argv, struct opts *o)
 		return cli_usage_error("repair", "%s", "needs -w DIR and -t LAYOUT");
 	if (optind == argc)
 		return cli_usage_error("repair", "%s", "expects at least one WHEEL");
+	if (stat(o->r.outdir, &sb) && make_dirs(o->r.outdir)) {
+		fprintf(stderr, "cypatch: %s: cannot create the wheel directory: %s\n", o->r.outdir,
+			strerror(errno));
+		return CP_E_IO;
+	}
 	if (stat(o->r.outdir, &sb) || !S_ISDIR(sb.st_mode))
 		return cli_usage_error("repair", "-w %s: not a directory", o->r.outdir);
 	return 0;

