@@ -62,7 +62,8 @@ static cp_status add_thunks(cp_image *img, const struct cp_fb_ctx *h, cp_error *
 		img->plt[img->nplt].addr = at;
 		img->plt[img->nplt++].name = api_names[i];
 	}
-	qsort(img->plt, img->nplt, sizeof(*img->plt), by_addr);
+	if (img->nplt)
+		qsort(img->plt, img->nplt, sizeof(*img->plt), by_addr);
 	return CP_OK;
 }
 

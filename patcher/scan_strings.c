@@ -326,7 +326,8 @@ static int find_all(const cp_scan *s, const struct cp_section *sec, const struct
 			cp_image_done_with(s->img, sec->offset + from, to - from);
 	}
 	/* needle by needle, as the candidates' precedence expects (add_string) */
-	qsort(ms->v, ms->n, sizeof(*ms->v), by_needle);
+	if (ms->n)
+		qsort(ms->v, ms->n, sizeof(*ms->v), by_needle);
 	return 0;
 }
 
