@@ -138,18 +138,22 @@ def import_times(ext, runs, out_dir):
     code = ("import time, sys; t = time.perf_counter(); import bench_ext; t = time.perf_counter() - t; "
             "v = bench_ext.call_all(0); assert len(v) == %d and len(set(x // 100000 for x in v)) == 1; "
             "print(t, v[0] // 100000)" % NFUNCS)
-    out = {}
-    for name, site in (("original", "bindings"), ("fallback", "bindings"), ("fallback", "legacy"),
-                       ("legacy", "legacy")):
-        samples = []
-        for _ in range(runs):
+    cases = (("original", "bindings"), ("fallback", "bindings"), ("fallback", "legacy"), ("legacy", "legacy"))
+    samples = {c: [] for c in cases}
+    for _ in range(runs):  # interleaved, so that drift hits every case alike
+        for name, site in cases:
             env = dict(os.environ, PYTHONPATH=variants[name] + os.pathsep + sites[site])
             res = subprocess.run([py, "-c", code], env=env, stdout=subprocess.PIPE, text=True, check=True)
             t, layout = res.stdout.split()
             assert int(layout) == (2 if site == "bindings" else 1), (name, site, layout)
-            samples.append(float(t))
-        out[(name, site)] = statistics.median(samples)
-    return out
+            samples[(name, site)].append(float(t))
+    return {c: statistics.median(v) for c, v in samples.items()}
+
+
+def corpus_import_table(runs):
+    """bench/import_time.py: the corpus consumers, native against patched."""
+    return subprocess.run([os.path.join(VENV, "python"), os.path.join(HERE, "import_time.py"), str(runs)],
+                          stdout=subprocess.PIPE, text=True, check=True).stdout
 
 
 def fmt_s(x):
@@ -188,7 +192,8 @@ def print_tables(files, wheels, imports, out):
                  r["repair"][0] / r["cp"][0], fmt_s(r["repair_fallback"][0]), fmt_s(r["wheel"][0]),
                  fmt_s(r["auditwheel"][0]), r["auditwheel"][1], r["auditwheel"][0] / r["repair"][0]))
     if imports:
-        w("\n### Import time of the %d-function extension (median ms, fresh interpreter)\n\n" % NFUNCS)
+        w("\n### Import time of the %d-function extension (median ms of 15 interleaved runs, fresh "
+          "interpreter; every variant calls all %d functions and must reach one provider)\n\n" % (NFUNCS, NFUNCS))
         base = imports[("original", "bindings")]
         w("| module | provider | import ms | ratio to the original |\n|---|---|---|---|\n")
         for (name, site), t in imports.items():
@@ -235,10 +240,13 @@ def main():
             wheels.append(bench_wheel(label, path, plat, 3 if big else a.runs, scratch, 1 if big else a.runs))
         inputs.log("import times")
         imports = import_times(exts[1][1], 15, scratch)
+        corpus_imports = corpus_import_table(11)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print("Machine: %s\n" % machine())
     print_tables(files, wheels, imports, sys.stdout)
+    print("\n### Import time of the corpus consumers (bench/import_time.py, 11 runs)\n")
+    print(corpus_imports)
 
 
 if __name__ == "__main__":

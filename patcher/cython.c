@@ -59,7 +59,7 @@ static bool has_runtime_marker(const cp_scan *s)
 		const struct cp_section *sec = &s->img->sec[i];
 		const uint8_t *d = cp_image_bytes(s->img, sec->offset, sec->size);
 
-		if (d && cp_section_is_rodata(sec) && memmem(d, sec->size, "\0cython_runtime\0", 16))
+		if (d && cp_section_is_rodata(sec) && cp_image_search(s->img, sec, 0, "\0cython_runtime\0", 16))
 			return true;
 	}
 	return false;
@@ -76,7 +76,7 @@ void cp_cython_version(cp_scan *s)
 		if (!(sec->flags & SHF_ALLOC) || (sec->flags & SHF_EXECINSTR) || sec->type != SHT_PROGBITS)
 			continue;
 		d = cp_image_bytes(s->img, sec->offset, sec->size);
-		for (p = d; d && (p = memmem(p, sec->size - (size_t)(p - d), "_cython_", 8)) != NULL; p++) {
+		for (p = d; d && (p = cp_image_search(s->img, sec, (uint64_t)(p - d), "_cython_", 8)) != NULL; p++) {
 			if ((p == d || p[-1] == 0) &&
 			    parse_abi((const char *)p, sec->size - (size_t)(p - d), s)) {
 				s->is_cython = true;

@@ -103,6 +103,27 @@ void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len)
 		madvise((void *)(img->data + from), to - from, MADV_DONTNEED);
 }
 
+const uint8_t *cp_image_search(const cp_image *img, const struct cp_section *sec, uint64_t from,
+			       const void *needle, size_t n)
+{
+	const uint64_t window = (uint64_t)32 << 20;
+	const uint8_t *d = cp_image_bytes(img, sec->offset, sec->size), *hit;
+	uint64_t to;
+
+	if (!d || sec->type == SHT_NOBITS || !n)
+		return NULL;
+	for (; from < sec->size; from = to) {
+		to = sec->size - from > window ? from + window : sec->size;
+		/* a match may start in this window and end in the next */
+		hit = memmem(d + from, (to + n - 1 < sec->size ? to + n - 1 : sec->size) - from, needle, n);
+		if (hit)
+			return hit;
+		if (sec->size > window)
+			cp_image_done_with(img, sec->offset + from, to - from);
+	}
+	return NULL;
+}
+
 const uint8_t *cp_image_bytes(const cp_image *img, uint64_t off, uint64_t len)
 {
 	if (off > img->size || len > img->size - off)

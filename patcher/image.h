@@ -145,6 +145,13 @@ bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint
  * read). Keeps the resident size of a pass over a 1 GiB section small. */
 void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len);
 
+/* The first occurrence of needle in section sec at or after `from` (an
+ * offset into the section), or NULL; searched a window at a time, with
+ * cp_image_done_with behind it, so that a pass over a large section keeps
+ * little resident. */
+const uint8_t *cp_image_search(const cp_image *img, const struct cp_section *sec, uint64_t from,
+			       const void *needle, size_t n);
+
 bool cp_section_is_code(const struct cp_section *s);
 bool cp_section_is_rodata(const struct cp_section *s);   /* allocated, not exec, not writable */
 bool cp_section_is_writable(const struct cp_section *s);

@@ -40,11 +40,16 @@ struct job {
 	char *note_name;
 };
 
+static bool is_shared_object(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (n > 3 && !strcmp(name + n - 3, ".so")) || strstr(name, ".so.");
+}
+
 static bool is_extension(const struct cp_wheel_member *m)
 {
-	size_t n = strlen(m->name);
-
-	return !m->dir && ((n > 3 && !strcmp(m->name + n - 3, ".so")) || strstr(m->name, ".so."));
+	return !m->dir && is_shared_object(m->name);
 }
 
 static cp_status slurp(const char *path, uint8_t **data, size_t *len, cp_error *err)
@@ -80,23 +85,35 @@ static cp_status about_member(struct job *j, const char *tmp, size_t i, cp_statu
 	return st;
 }
 
+/* Member i unpacked into the private directory, in pieces: a scratch file
+ * (removed below) needs no fsync, and a 1 GiB library no 1 GiB buffer. */
+static cp_status unpack(struct job *j, size_t i, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cp_status st;
+
+	if (fd < 0)
+		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, strerror(errno));
+	st = cp_wheel_extract(j->w, i, fd, j->err);
+	if (close(fd) && !st)
+		st = cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, strerror(errno));
+	return st;
+}
+
 static cp_status patch_member(struct job *j, size_t i)
 {
 	struct cp_repair_member *x = &j->res->ext[j->res->next];
 	struct cp_patch_opts po;
 	char in[4200], out[4200];
-	uint8_t *data;
-	size_t len;
-	cp_status st = cp_wheel_read(j->w, i, &data, &len, j->err);
+	cp_status st;
 
-	if (st)
-		return st;
 	snprintf(in, sizeof(in), "%s/in.so", j->dir);
 	snprintf(out, sizeof(out), "%s/out.so", j->dir);
-	st = cp_write_temp(in, data, len, 0755, in, sizeof(in), j->err);
-	free(data);
-	if (st)
+	st = unpack(j, i, in);
+	if (st) {
+		unlink(in);
 		return st;
+	}
 	memset(&po, 0, sizeof(po));
 	po.layout = j->o->layout;
 	po.no_fallback = j->o->no_fallback;
@@ -331,13 +348,29 @@ static cp_status temp_beside(const char *target, char *tmp, size_t n, cp_error *
 	return CP_OK;
 }
 
-/* The new archive, checked like any input wheel, renamed into place. */
+/* The members written as the input's compressed bytes (write_zip). */
+static cp_status copied_members(struct job *j, bool **copied)
+{
+	size_t i;
+
+	*copied = calloc(j->w->n, sizeof(**copied));
+	if (!*copied)
+		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	for (i = 0; i < j->w->n; i++)
+		(*copied)[i] = !j->data[i] && i != j->w->record_at;
+	return CP_OK;
+}
+
+/* The new archive, checked like any input wheel (the members copied as
+ * compressed bytes against the input's, the rest hashed against RECORD),
+ * renamed into place. */
 static cp_status write_wheel(struct job *j)
 {
 	uint8_t *rec = NULL;
 	size_t rec_len = 0;
 	char tmp[4200];
 	struct cp_wheel *check = NULL;
+	bool *copied = NULL;
 	cp_status st = make_note(j);
 
 	if (!st)
@@ -350,16 +383,23 @@ static cp_status write_wheel(struct job *j)
 	}
 	st = write_zip(j, tmp, rec, rec_len);
 	if (!st) {
-		st = cp_wheel_open(tmp, &check, j->err);
+		cp_write_flush_start(tmp); /* the disk works while the check reads */
+		st = copied_members(j, &copied);
+	}
+	if (!st) {
+		st = cp_wheel_open_copy(tmp, j->w, copied, &check, j->err);
 		if (st)
 			snprintf(j->err->msg, sizeof(j->err->msg), "%s: the repaired wheel failed its check",
 				 j->w->path);
 		cp_wheel_close(check);
 	}
 	if (!st)
+		st = cp_write_flush(tmp, j->err);
+	if (!st)
 		st = cp_write_commit(tmp, j->res->out, j->err);
 	else
 		unlink(tmp);
+	free(copied);
 	free(rec);
 	return st;
 }
@@ -395,7 +435,8 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 	snprintf(copy, sizeof(copy), "%s", wheel);
 	if ((size_t)snprintf(res->out, sizeof(res->out), "%s/%s", o->outdir, basename(copy)) >= sizeof(res->out))
 		return cp_fail(err, CP_E_USAGE, "%s: output path too long", wheel);
-	st = cp_wheel_open(wheel, &j.w, err);
+	/* every shared object is unpacked below, and checked against RECORD then */
+	st = cp_wheel_open_deferring(wheel, is_shared_object, &j.w, err);
 	if (!st && (!(j.data = calloc(j.w->n, sizeof(*j.data))) || !(j.len = calloc(j.w->n, sizeof(*j.len)))))
 		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
 	if (!st && (size_t)snprintf(j.dir, sizeof(j.dir), "%s/.cypatch-XXXXXX", o->outdir) < sizeof(j.dir) &&

@@ -193,13 +193,15 @@ static cp_status check_module(cp_scan *s, cp_error *err)
 	size_t i;
 	bool init = false;
 
-	cp_cython_version(s);
 	for (i = 0; i < s->img->nsym && !init; i++) {
 		init = s->img->sym[i].dynamic && s->img->sym[i].defined &&
 		       strncmp(s->img->sym[i].name, "PyInit_", 7) == 0;
 		if (init)
 			snprintf(s->modname, sizeof(s->modname), "%s", s->img->sym[i].name + 7);
 	}
+	/* no export, no module: a large library need not be searched */
+	if (init)
+		cp_cython_version(s);
 	if (!s->is_cython || !init)
 		return cp_fail(err, CP_E_INPUT,
 			       "%s: not a Cython extension module (%s)", s->path,

@@ -4,11 +4,13 @@
 #include "wheel.h"
 #include "error.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static cp_status bad(const struct cp_wheel *w, cp_error *err, const char *what, const char *name)
 {
@@ -108,13 +110,19 @@ static cp_status find_record(struct cp_wheel *w, cp_error *err)
 	return w->dist_info ? CP_OK : cp_fail(err, CP_E_INTERNAL, "out of memory");
 }
 
-static cp_status hash_member(struct cp_wheel *w, size_t i, char *hash, uint64_t *size, cp_error *err)
+/* Where stream_member puts the bytes besides the hash (NULL: nowhere). */
+typedef int (*member_sink)(void *ctx, const uint8_t *p, size_t n);
+
+/* Member i inflated in pieces: its SHA-256 as RECORD spells it, its size,
+ * and every piece handed to sink. */
+static cp_status stream_member(struct cp_wheel *w, size_t i, member_sink sink, void *ctx, char *hash,
+			       uint64_t *size, cp_error *err)
 {
 	zip_file_t *f = zip_fopen_index(w->zip, i, 0);
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	uint8_t buf[65536], digest[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
-	zip_int64_t got;
+	zip_int64_t got = 0;
 	cp_status st = CP_OK;
 
 	*size = 0;
@@ -124,6 +132,9 @@ static cp_status hash_member(struct cp_wheel *w, size_t i, char *hash, uint64_t 
 		*size += (uint64_t)got;
 		if (*size > w->m[i].size || !EVP_DigestUpdate(md, buf, (size_t)got))
 			st = bad(w, err, "a member holds more than it declares", w->m[i].name);
+		else if (sink && sink(ctx, buf, (size_t)got))
+			st = cp_fail(err, CP_E_IO, "%s: %s: cannot unpack it: %s", w->path, w->m[i].name,
+				     strerror(errno));
 	}
 	if (!st && got < 0)
 		st = bad(w, err, "a member is corrupt", w->m[i].name);
@@ -135,8 +146,43 @@ static cp_status hash_member(struct cp_wheel *w, size_t i, char *hash, uint64_t 
 	return st;
 }
 
-/* Every member is in RECORD with its hash and size, and nothing else is. */
-static cp_status check_record(struct cp_wheel *w, cp_error *err)
+static cp_status hash_member(struct cp_wheel *w, size_t i, char *hash, uint64_t *size, cp_error *err)
+{
+	return stream_member(w, i, NULL, NULL, hash, size, err);
+}
+
+/* The hash and size read agree with member i's RECORD row. */
+static cp_status matches_row(struct cp_wheel *w, size_t i, const char *hash, uint64_t n, cp_error *err)
+{
+	const struct cp_record_row *row = cp_record_find(&w->record, w->m[i].name);
+	char size[32];
+
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)n);
+	if (!row || strcmp(row->hash, hash) || strcmp(row->size, size))
+		return bad(w, err, "RECORD does not match", w->m[i].name);
+	return CP_OK;
+}
+
+/* Member i of w holds the compressed bytes of the member of the same name
+ * in src (a wheel this one was written from, already checked): same CRC-32,
+ * sizes and method, and the same RECORD row. Hashing it again would cost
+ * what inflating the whole wheel costs. */
+static bool same_as_source(struct cp_wheel *w, size_t i, const struct cp_wheel *src, zip_int64_t at,
+			   const struct cp_record_row *row)
+{
+	const struct cp_record_row *was = cp_record_find(&((struct cp_wheel *)src)->record, w->m[i].name);
+	zip_stat_t a, b;
+
+	if (at < 0 || !was || zip_stat_index(w->zip, i, 0, &a) || zip_stat_index(src->zip, (zip_uint64_t)at, 0, &b))
+		return false;
+	return a.crc == b.crc && a.size == b.size && a.comp_size == b.comp_size &&
+	       a.comp_method == b.comp_method && !strcmp(row->hash, was->hash) && !strcmp(row->size, was->size);
+}
+
+/* Every member is in RECORD with its hash and size, and nothing else is;
+ * the members copied[] marks are compared with src instead of hashed. */
+static cp_status check_record(struct cp_wheel *w, const struct cp_wheel *src, const bool *copied,
+			      bool (*defer)(const char *name), cp_error *err)
 {
 	const char *record = w->m[w->record_at].name;
 	size_t i, dl = strlen(w->dist_info);
@@ -152,6 +198,7 @@ static cp_status check_record(struct cp_wheel *w, cp_error *err)
 		const char *name = w->m[i].name;
 		struct cp_record_row *row;
 		char hash[64], size[32];
+		zip_int64_t at;
 		uint64_t n;
 
 		if (w->m[i].dir || i == w->record_at ||
@@ -160,6 +207,16 @@ static cp_status check_record(struct cp_wheel *w, cp_error *err)
 		row = cp_record_find(&w->record, name);
 		if (!row)
 			return bad(w, err, "RECORD does not list", name);
+		at = src ? zip_name_locate(src->zip, name, 0) : -1;
+		if (at >= 0 && copied[at]) {
+			if (!same_as_source(w, i, src, at, row))
+				st = bad(w, err, "a copied member differs from the original", name);
+			continue;
+		}
+		if (defer && defer(name)) {
+			w->unchecked[i] = true; /* checked as cp_wheel_extract reads it */
+			continue;
+		}
 		st = hash_member(w, i, hash, &n, err);
 		snprintf(size, sizeof(size), "%llu", (unsigned long long)n);
 		if (!st && (strcmp(row->hash, hash) || strcmp(row->size, size)))
@@ -172,7 +229,28 @@ static cp_status check_record(struct cp_wheel *w, cp_error *err)
 	return st;
 }
 
+static cp_status open_wheel(const char *path, const struct cp_wheel *src, const bool *copied,
+			    bool (*defer)(const char *name), struct cp_wheel **out, cp_error *err);
+
 cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err)
+{
+	return open_wheel(path, NULL, NULL, NULL, out, err);
+}
+
+cp_status cp_wheel_open_copy(const char *path, const struct cp_wheel *src, const bool *copied,
+			     struct cp_wheel **out, cp_error *err)
+{
+	return open_wheel(path, src, copied, NULL, out, err);
+}
+
+cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *name), struct cp_wheel **out,
+				  cp_error *err)
+{
+	return open_wheel(path, NULL, NULL, defer, out, err);
+}
+
+static cp_status open_wheel(const char *path, const struct cp_wheel *src, const bool *copied,
+			    bool (*defer)(const char *name), struct cp_wheel **out, cp_error *err)
 {
 	struct cp_wheel *w = calloc(1, sizeof(*w));
 	uint64_t total = 0;
@@ -213,8 +291,10 @@ cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err)
 		st = check_names(w, err);
 	if (!st)
 		st = find_record(w, err);
+	if (!st && !(w->unchecked = calloc(w->n, sizeof(*w->unchecked))))
+		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
 	if (!st)
-		st = check_record(w, err);
+		st = check_record(w, src, copied, defer, err);
 	if (st) {
 		cp_wheel_close(w);
 		return st;
@@ -234,6 +314,7 @@ void cp_wheel_close(struct cp_wheel *w)
 	for (i = 0; i < w->n; i++)
 		free(w->m[i].name);
 	free(w->m);
+	free(w->unchecked);
 	free(w->dist_info);
 	cp_record_free(&w->record);
 	free(w->path);
@@ -258,4 +339,36 @@ cp_status cp_wheel_read(struct cp_wheel *w, size_t i, uint8_t **data, size_t *le
 	*data = buf;
 	*len = (size_t)got;
 	return CP_OK;
+}
+
+static int write_sink(void *ctx, const uint8_t *p, size_t n)
+{
+	int fd = *(int *)ctx;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err)
+{
+	char hash[64];
+	uint64_t n;
+	cp_status st = stream_member(w, i, write_sink, &fd, hash, &n, err);
+
+	if (!st && n != w->m[i].size)
+		st = bad(w, err, "a member cannot be read in full", w->m[i].name);
+	if (!st && w->unchecked[i])
+		st = matches_row(w, i, hash, n, err);
+	if (!st)
+		w->unchecked[i] = false;
+	return st;
 }

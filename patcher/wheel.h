@@ -34,12 +34,30 @@ struct cp_wheel {
 	zip_t *zip;
 	struct cp_wheel_member *m;
 	size_t n;
+	bool *unchecked;      /* per member: RECORD not yet compared (deferred) */
 	char *dist_info;      /* "pkg-1.0.dist-info" */
 	size_t record_at;     /* index of RECORD */
 	struct cp_record record;
 };
 
 cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err);
+
+/* As cp_wheel_open, for a wheel written from src: the members whose src
+ * index copied[] marks are compared with src's (CRC-32, sizes,
+ * RECORD row) instead of hashed again. */
+cp_status cp_wheel_open_copy(const char *path, const struct cp_wheel *src, const bool *copied,
+			     struct cp_wheel **out, cp_error *err);
+
+/* As cp_wheel_open, but the members defer(name) picks are compared with
+ * RECORD when cp_wheel_extract reads them, not here: repair reads every
+ * extension anyway, and inflating a 1 GB library twice cost a second. The
+ * caller must extract every such member before it trusts the wheel. */
+cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *name), struct cp_wheel **out,
+				  cp_error *err);
+
+/* Member i inflated into fd, in pieces, and compared with RECORD when
+ * that was deferred. */
+cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err);
 void cp_wheel_close(struct cp_wheel *w);
 
 /* The bytes of member i (at most its declared size). */

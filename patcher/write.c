@@ -93,6 +93,28 @@ cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mod
 	return cp_write_close(fd, tmp, target, err);
 }
 
+void cp_write_flush_start(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		close(fd);
+	}
+}
+
+cp_status cp_write_flush(const char *path, cp_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
+
+	if (fd >= 0 && fsync(fd) == 0 && close(fd) == 0)
+		return CP_OK;
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", path, strerror(saved));
+}
+
 cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err)
 {
 	char dir[4096];

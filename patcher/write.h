@@ -25,6 +25,11 @@ void cp_write_discard(int fd, const char *tmp);
 cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mode_t mode,
 			char *tmp, size_t tmpsz, cp_error *err);
 
+/* For a file another library wrote (libzip): cp_write_flush_start starts
+ * its writeback and returns; cp_write_flush waits for it (fsync). */
+void cp_write_flush_start(const char *path);
+cp_status cp_write_flush(const char *path, cp_error *err);
+
 /* Renames tmp over target and flushes the directory; unlinks tmp on failure. */
 cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err);
 

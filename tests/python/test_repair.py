@@ -220,7 +220,8 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("case", list(HOSTILE) + ["record-mismatch", "size-bomb", "not-a-zip"])
+@pytest.mark.parametrize("case", list(HOSTILE) + ["record-mismatch", "record-mismatch-so", "size-bomb",
+                                                   "not-a-zip"])
 def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
     wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
     if case in HOSTILE:
@@ -235,6 +236,18 @@ def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
             for n, d in items.items():
                 out.writestr(n, d)
         message = "RECORD does not match: demo/__init__.py"
+    elif case == "record-mismatch-so":
+        # shared objects are checked against RECORD as they are unpacked
+        # (repair defers them), still before anything is written
+        ext = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
+        make_wheel(wheel, {"demo/__init__.py": b"", "demo/ext.so": open(ext, "rb").read()})
+        z = zipfile.ZipFile(wheel)
+        items = {n: z.read(n) for n in z.namelist()}
+        items["demo/ext.so"] = items["demo/ext.so"][:-1] + b"\x01"
+        with zipfile.ZipFile(wheel, "w") as out:
+            for n, d in items.items():
+                out.writestr(n, d)
+        message = "RECORD does not match: demo/ext.so"
     elif case == "size-bomb":
         make_wheel(wheel, {"demo/big.bin": b"\0" * 4096})
         data = bytearray(open(wheel, "rb").read())
@@ -264,7 +277,12 @@ def test_repair_usage_errors(tmp_path):
     assert cypatch("repair", "-t", "fallback", RMM).returncode == 64
     assert cypatch("repair", "-w", str(tmp_path), RMM).returncode == 64
     assert cypatch("repair", "-w", str(tmp_path), "-t", "sideways", RMM).returncode == 64
-    assert cypatch("repair", "-w", str(tmp_path / "missing"), "-t", "legacy", RMM).returncode == 64
+    # a file where the wheel directory should be; a missing one is created,
+    # as auditwheel does
+    (tmp_path / "file").write_text("")
+    assert cypatch("repair", "-w", str(tmp_path / "file"), "-t", "legacy", RMM).returncode == 64
+    assert cypatch("repair", "-w", str(tmp_path / "new" / "wheelhouse"), "-t", "legacy", RMM).returncode == 0
+    assert os.listdir(tmp_path / "new" / "wheelhouse") == [os.path.basename(RMM)]
     assert "usage: cypatch repair" in cypatch("repair", "--help", check=0).stdout
 
 
