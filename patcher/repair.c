@@ -107,6 +107,16 @@ static cp_status patch_member(struct job *j, size_t i)
 	char in[4200], out[4200];
 	cp_status st;
 
+	bool module;
+
+	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_": a
+	 * shared object without them (a 1 GB libcudf) is read once, for
+	 * RECORD, and never written out. */
+	st = cp_wheel_contains(j->w, i, "PyInit_", &module, j->err);
+	if (st || !module) {
+		x->r.outcome = CP_NOT_EXTENSION;
+		return st;
+	}
 	snprintf(in, sizeof(in), "%s/in.so", j->dir);
 	snprintf(out, sizeof(out), "%s/out.so", j->dir);
 	st = unpack(j, i, in);

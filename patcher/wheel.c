@@ -372,3 +372,61 @@ cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err)
 		w->unchecked[i] = false;
 	return st;
 }
+
+/* A needle searched across the pieces: the tail of one piece is kept so
+ * that a match may straddle two. */
+struct finder {
+	const char *needle;
+	size_t n;
+	uint8_t carry[64];
+	size_t ncarry;
+	bool found;
+};
+
+static int find_sink(void *ctx, const uint8_t *p, size_t len)
+{
+	struct finder *f = ctx;
+	uint8_t joint[2 * sizeof(f->carry)];
+	size_t keep = f->n - 1, head = len < keep ? len : keep, total, drop;
+
+	if (f->found)
+		return 0;
+	/* a match across the pieces seen so far and this one */
+	memcpy(joint, f->carry, f->ncarry);
+	memcpy(joint + f->ncarry, p, head);
+	total = f->ncarry + head;
+	f->found = memmem(joint, total, f->needle, f->n) || memmem(p, len, f->needle, f->n);
+	/* the last `keep` bytes seen so far */
+	if (len >= keep) {
+		memcpy(f->carry, p + len - keep, keep);
+		f->ncarry = keep;
+	} else {
+		drop = total > keep ? total - keep : 0;
+		memmove(f->carry, joint + drop, total - drop);
+		f->ncarry = total - drop;
+	}
+	return 0;
+}
+
+cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bool *found, cp_error *err)
+{
+	struct finder f;
+	char hash[64];
+	uint64_t n;
+	cp_status st;
+
+	memset(&f, 0, sizeof(f));
+	f.needle = needle;
+	f.n = strlen(needle);
+	if (f.n == 0 || f.n > sizeof(f.carry))
+		return cp_fail(err, CP_E_INTERNAL, "cp_wheel_contains: needle of %zu bytes", f.n);
+	st = stream_member(w, i, find_sink, &f, hash, &n, err);
+	if (!st && n != w->m[i].size)
+		st = bad(w, err, "a member cannot be read in full", w->m[i].name);
+	if (!st && w->unchecked[i])
+		st = matches_row(w, i, hash, n, err);
+	if (!st)
+		w->unchecked[i] = false;
+	*found = f.found;
+	return st;
+}

@@ -58,6 +58,10 @@ cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *na
 /* Member i inflated into fd, in pieces, and compared with RECORD when
  * that was deferred. */
 cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err);
+
+/* Whether member i holds needle (at most 64 bytes), read in pieces and,
+ * where that was deferred, compared with RECORD on the way. */
+cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bool *found, cp_error *err);
 void cp_wheel_close(struct cp_wheel *w);
 
 /* The bytes of member i (at most its declared size). */

@@ -319,3 +319,22 @@ def test_with_keep_sources_only_the_extensions_and_record_change(tmp_path):
     assert set(after) - set(before) == {"rmm_cu12-25.2.0.dist-info/cypatch.json"}
     changed = {n for n in before if after[n] != before[n]}
     assert changed == patched | {"rmm_cu12-25.2.0.dist-info/RECORD"}
+
+
+@pytest.mark.parametrize("at", [0, 65536 - 3, 3 * 65536 - 7, None])
+def test_a_shared_object_is_unpacked_only_when_it_holds_pyinit(at, tmp_path):
+    """repair reads each shared object once for RECORD and looks for
+    "PyInit_" on the way (pieces of 64 KiB: a match may straddle two); only
+    one that holds it is unpacked and loaded. These are not ELF files: the
+    one with the marker is refused when loaded, the one without passes as
+    not an extension."""
+    data = bytearray(os.urandom(4 * 65536).replace(b"PyInit_", b"pyinit_"))
+    if at is not None:
+        data[at:at + 7] = b"PyInit_"
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                       {"demo/__init__.py": b"", "demo/lib.so": bytes(data)})
+    proc = repair(wheel, tmp_path / "out", "legacy", check=None)
+    if at is None:
+        assert proc.returncode == 0 and "needs nothing" in proc.stdout, proc
+    else:
+        assert proc.returncode == 2 and "demo/lib.so" in proc.stderr and "not an ELF file" in proc.stderr, proc
