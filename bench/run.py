@@ -231,7 +231,8 @@ def main():
     real = max(glob.glob(os.path.join(CORPUS, "site", "cuda_python-12.6.2.post1", "**", "*.so"), recursive=True),
                key=os.path.getsize)
     exts = [("cuda-python 12.6.2.post1 %s" % os.path.basename(real).split(".")[0], real)]
-    exts += [("generated, %d functions" % NFUNCS, inputs.consumer_of_size(CORPUS, WORK, NFUNCS, s)) for s in sizes]
+    exts += [("generated, %d functions, %s" % (NFUNCS, "%d MB" % (s >> 20) if s < 1 << 30 else "1 GiB"),
+              inputs.consumer_of_size(CORPUS, WORK, NFUNCS, s)) for s in sizes]
     whl = [("rmm-cu12 25.2.0", glob.glob(os.path.join(CORPUS, "wheels", "rmm_cu12-25.2.0-*.whl"))[0],
             "manylinux_2_28_x86_64")]
     if not a.quick:

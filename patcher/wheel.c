@@ -3,6 +3,7 @@
  */
 #include "wheel.h"
 #include "error.h"
+#include "write.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -343,26 +344,16 @@ cp_status cp_wheel_read(struct cp_wheel *w, size_t i, uint8_t **data, size_t *le
 
 static int write_sink(void *ctx, const uint8_t *p, size_t n)
 {
-	int fd = *(int *)ctx;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return cp_write_all(*(int *)ctx, p, n);
 }
 
-cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err)
+/* Member i through sink, whole, and against RECORD where that was
+ * deferred to this read. */
+static cp_status read_through(struct cp_wheel *w, size_t i, member_sink sink, void *ctx, cp_error *err)
 {
 	char hash[64];
 	uint64_t n;
-	cp_status st = stream_member(w, i, write_sink, &fd, hash, &n, err);
+	cp_status st = stream_member(w, i, sink, ctx, hash, &n, err);
 
 	if (!st && n != w->m[i].size)
 		st = bad(w, err, "a member cannot be read in full", w->m[i].name);
@@ -371,6 +362,11 @@ cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err)
 	if (!st)
 		w->unchecked[i] = false;
 	return st;
+}
+
+cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err)
+{
+	return read_through(w, i, write_sink, &fd, err);
 }
 
 /* A needle searched across the pieces: the tail of one piece is kept so
@@ -411,8 +407,6 @@ static int find_sink(void *ctx, const uint8_t *p, size_t len)
 cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bool *found, cp_error *err)
 {
 	struct finder f;
-	char hash[64];
-	uint64_t n;
 	cp_status st;
 
 	memset(&f, 0, sizeof(f));
@@ -420,13 +414,7 @@ cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bo
 	f.n = strlen(needle);
 	if (f.n == 0 || f.n > sizeof(f.carry))
 		return cp_fail(err, CP_E_INTERNAL, "cp_wheel_contains: needle of %zu bytes", f.n);
-	st = stream_member(w, i, find_sink, &f, hash, &n, err);
-	if (!st && n != w->m[i].size)
-		st = bad(w, err, "a member cannot be read in full", w->m[i].name);
-	if (!st && w->unchecked[i])
-		st = matches_row(w, i, hash, n, err);
-	if (!st)
-		w->unchecked[i] = false;
+	st = read_through(w, i, find_sink, &f, err);
 	*found = f.found;
 	return st;
 }

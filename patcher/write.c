@@ -23,7 +23,7 @@ static void dir_of(const char *path, char *dir, size_t n)
 	snprintf(dir, n, "%s", dirname(copy));
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+int cp_write_all(int fd, const uint8_t *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
@@ -84,7 +84,7 @@ cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mod
 
 	if (st)
 		return st;
-	if (write_all(fd, data, len)) {
+	if (cp_write_all(fd, data, len)) {
 		int saved = errno;
 
 		cp_write_discard(fd, tmp);
@@ -149,7 +149,7 @@ static int copy_fd(int in, int out)
 	    (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != EBADF))
 		return -1;
 	while ((n = read(in, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0 && write_all(out, (const uint8_t *)buf, (size_t)n))
+		if (n > 0 && cp_write_all(out, (const uint8_t *)buf, (size_t)n))
 			return -1;
 	return n < 0 ? -1 : 0;
 }

@@ -7,6 +7,9 @@
 #include <sys/types.h>
 #include "cypatch.h"
 
+/* write(2) until all n bytes are written or it fails (-1, errno set). */
+int cp_write_all(int fd, const uint8_t *p, size_t n);
+
 /* An empty file beside `target` (same directory, so that rename is
  * atomic) with mode bits `mode`, open for writing as *fd; its path goes to
  * tmp (size tmpsz). */
