@@ -124,9 +124,14 @@ static void describe(const cs_insn *in, char *buf, size_t n)
 	memcpy(buf, in->mnemonic, m);
 	buf[m] = '\0';
 	if (m + 1 < n) {
+		size_t k = strlen(in->op_str);
+
+		/* memcpy, not strncpy: GCC -O3 rejects the truncation (-Werror) */
+		if (k > n - m - 2)
+			k = n - m - 2;
 		buf[m] = ' ';
-		strncpy(buf + m + 1, in->op_str, n - m - 2);
-		buf[n - 1] = '\0';
+		memcpy(buf + m + 1, in->op_str, k);
+		buf[m + 1 + k] = '\0';
 	}
 }
 
