@@ -146,7 +146,7 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 		res->outcome = CP_PLANNED;
 		cp_plan_print(&plan, img, o->dry_run);
 		if (!o->keep_build_id)
-			fputs("  build-id: recomputed over the output after emitting\n", o->dry_run);
+			fputs("  build-id: recomputed from the old one and the bytes written, after emitting\n", o->dry_run);
 	} else {
 		res->outcome = CP_PATCHED;
 		st = write_checked(img, scan, &plan, out, o->keep_build_id, res, &t0, err);
