@@ -1,5 +1,5 @@
 /*
- * buildid.c - the GNU build-id, recomputed over the patched file.
+ * buildid.c - the GNU build-id of a patched file, derived from the old one and the delta.
  */
 #include "buildid.h"
 #include "error.h"
