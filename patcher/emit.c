@@ -3,6 +3,7 @@
  */
 #include "emit.h"
 #include "error.h"
+#include "write.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -66,7 +67,7 @@ static uint64_t tail_base(const cp_image *img, const struct cp_plan *p)
 }
 
 /* The section name table and header table again, after everything, with a
- * header over each new space. Returns the new e_shoff and e_shnum. */
+ * header over each new space; *shnum becomes the new count. */
 static void write_sections(const cp_image *img, const struct cp_plan *p, uint8_t *tail,
 			   uint64_t strtab_off, uint64_t shdr_off, uint16_t *shnum)
 {
@@ -262,55 +263,17 @@ void cp_delta_free(struct cp_delta *d)
 	memset(d, 0, sizeof(*d));
 }
 
-static int pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off)
-{
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		off += (uint64_t)w;
-		n -= (uint64_t)w;
-	}
-	return 0;
-}
-
-/* The input's bytes: in the kernel where it can (no copy through user
- * space; a reflink where the file system shares extents), else written
- * from the mapping. */
-static int copy_input(const cp_image *img, int fd)
-{
-	loff_t in_off = 0, out_off = 0;
-
-	while ((uint64_t)in_off < img->size) {
-		ssize_t n = copy_file_range(img->fd, &in_off, fd, &out_off, img->size - (size_t)in_off, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n > 0)
-			continue;
-		if (n == 0 || in_off != 0 || (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
-					      errno != EOPNOTSUPP && errno != EBADF))
-			return -1;
-		return pwrite_all(fd, img->data, img->size, 0);
-	}
-	return 0;
-}
-
 cp_status cp_emit_write(const cp_image *img, const struct cp_delta *d, int fd, const char *target,
 			cp_error *err)
 {
 	size_t i;
 
-	if (copy_input(img, fd))
+	if (cp_write_copy_fd(img->fd, fd))
 		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
 	for (i = 0; i < d->nrun; i++)
-		if (pwrite_all(fd, d->run[i].bytes, d->run[i].len, d->run[i].off))
+		if (cp_write_all_at(fd, d->run[i].bytes, d->run[i].len, d->run[i].off))
 			return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
-	if (pwrite_all(fd, d->tail, d->size - d->in_size, d->in_size))
+	if (cp_write_all_at(fd, d->tail, d->size - d->in_size, d->in_size))
 		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
 	/* the disk works while the check runs; the fsync before the rename waits */
 	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);

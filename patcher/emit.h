@@ -34,9 +34,9 @@ struct cp_delta {
 cp_status cp_emit(const cp_image *img, const struct cp_plan *plan, struct cp_delta *d,
 		  cp_error *err);
 
-/* Writes the output to fd: the input copied by the kernel
- * (copy_file_range, or write from the mapping where it cannot), then the
- * runs and the tail; starts the writeback, which the caller's fsync ends. */
+/* Writes the output to fd (a new, empty file): the input copied by the
+ * kernel (cp_write_copy_fd), then the runs and the tail; starts the
+ * writeback, which the caller's fsync ends. */
 cp_status cp_emit_write(const cp_image *img, const struct cp_delta *d, int fd, const char *target,
 			cp_error *err);
 

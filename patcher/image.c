@@ -106,7 +106,7 @@ void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len)
 const uint8_t *cp_image_search(const cp_image *img, const struct cp_section *sec, uint64_t from,
 			       const void *needle, size_t n)
 {
-	const uint64_t window = (uint64_t)32 << 20;
+	const uint64_t window = CP_SEARCH_WINDOW;
 	const uint8_t *d = cp_image_bytes(img, sec->offset, sec->size), *hit;
 	uint64_t to;
 

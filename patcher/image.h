@@ -145,6 +145,10 @@ bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint
  * read). Keeps the resident size of a pass over a 1 GiB section small. */
 void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len);
 
+/* The window of a pass over a large section (cp_image_search,
+ * scan_strings.c): its pages are handed back behind it. */
+#define CP_SEARCH_WINDOW ((uint64_t)32 << 20)
+
 /* The first occurrence of needle in section sec at or after `from` (an
  * offset into the section), or NULL; searched a window at a time, with
  * cp_image_done_with behind it, so that a pass over a large section keeps

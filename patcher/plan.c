@@ -33,10 +33,8 @@ static cp_status add_form(struct planner *pl, const char *from, const char *to, 
 {
 	struct cp_name_form *f;
 
-	f = realloc(pl->forms, (pl->nforms + 1) * sizeof(*f));
-	if (!f)
+	if (CP_GROW(pl->forms, pl->capforms, pl->nforms + 1))
 		return cp_plan_oom(pl);
-	pl->forms = f;
 	f = &pl->forms[pl->nforms];
 	f->from = strdup(from);
 	f->to = strdup(to);

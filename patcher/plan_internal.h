@@ -29,7 +29,7 @@ struct planner {
 	struct cp_blob_plan *blobs; /* one per scan blob */
 	bool inexpressible;  /* refused: strings alone cannot express a rewrite */
 	struct cp_name_form *forms;
-	size_t nforms;
+	size_t nforms, capforms;
 };
 
 

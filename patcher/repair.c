@@ -105,9 +105,8 @@ static cp_status patch_member(struct job *j, size_t i)
 	struct cp_repair_member *x = &j->res->ext[j->res->next];
 	struct cp_patch_opts po;
 	char in[4200], out[4200];
-	cp_status st;
-
 	bool module;
+	cp_status st;
 
 	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_": a
 	 * shared object without them (a 1 GB libcudf) is read once, for

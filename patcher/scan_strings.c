@@ -304,17 +304,16 @@ static int by_needle(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* A section is searched a window at a time, each window's pages handed
- * back after it, so that a 1 GiB section never is resident at once. */
-#define WINDOW ((size_t)32 << 20)
-
+/* A section is searched a window at a time (all anchors in one window
+ * before the next), each window's pages handed back after it, so that a
+ * 1 GiB section never is resident at once. */
 static int find_all(const cp_scan *s, const struct cp_section *sec, const struct needles *ns,
 		    const uint8_t *d, struct matches *ms)
 {
 	size_t i, from, to;
 
 	for (from = 0; from < sec->size; from = to) {
-		to = sec->size - from > WINDOW ? from + WINDOW : sec->size;
+		to = sec->size - from > CP_SEARCH_WINDOW ? from + CP_SEARCH_WINDOW : sec->size;
 		for (i = 0; i < ns->nanchor; i++)
 			if (find_anchored(ns, i, d, sec->size, from, to, ms))
 				return -1;
@@ -322,7 +321,7 @@ static int find_all(const cp_scan *s, const struct cp_section *sec, const struct
 			if (ns->v[i].anchor == SIZE_MAX &&
 			    find_plain(&ns->v[i], i, d, sec->size, from, to, ms))
 				return -1;
-		if (sec->size > WINDOW)
+		if (sec->size > CP_SEARCH_WINDOW)
 			cp_image_done_with(s->img, sec->offset + from, to - from);
 	}
 	/* needle by needle, as the candidates' precedence expects (add_string) */

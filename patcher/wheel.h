@@ -49,9 +49,9 @@ cp_status cp_wheel_open_copy(const char *path, const struct cp_wheel *src, const
 			     struct cp_wheel **out, cp_error *err);
 
 /* As cp_wheel_open, but the members defer(name) picks are compared with
- * RECORD when cp_wheel_extract reads them, not here: repair reads every
+ * RECORD when cp_wheel_extract or cp_wheel_contains reads them, not here: repair reads every
  * extension anyway, and inflating a 1 GB library twice cost a second. The
- * caller must extract every such member before it trusts the wheel. */
+ * caller must read every such member before it trusts the wheel. */
 cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *name), struct cp_wheel **out,
 				  cp_error *err);
 

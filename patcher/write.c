@@ -135,22 +135,43 @@ cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err)
 	return CP_OK;
 }
 
-/* In the kernel where it can, else through a buffer. */
-static int copy_fd(int in, int out)
+int cp_write_all_at(int fd, const uint8_t *p, uint64_t n, uint64_t off)
 {
-	char buf[1 << 16];
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		off += (uint64_t)w;
+		n -= (uint64_t)w;
+	}
+	return 0;
+}
+
+int cp_write_copy_fd(int in, int out)
+{
+	loff_t in_off = 0, out_off = 0;
+	uint8_t buf[1 << 16];
 	ssize_t n;
 
-	while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0 || (n < 0 && errno == EINTR))
+	while ((n = copy_file_range(in, &in_off, out, &out_off, 1 << 30, 0)) > 0 || (n < 0 && errno == EINTR))
 		;
 	if (n == 0)
 		return 0;
-	if (lseek(in, 0, SEEK_CUR) != 0 ||
+	if (in_off != 0 ||
 	    (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != EBADF))
 		return -1;
-	while ((n = read(in, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0 && cp_write_all(out, (const uint8_t *)buf, (size_t)n))
+	/* no copy_file_range here: through a buffer, from the start */
+	while ((n = pread(in, buf, sizeof(buf), in_off)) > 0 || (n < 0 && errno == EINTR)) {
+		if (n < 0)
+			continue;
+		if (cp_write_all_at(out, buf, (uint64_t)n, (uint64_t)in_off))
 			return -1;
+		in_off += n;
+	}
 	return n < 0 ? -1 : 0;
 }
 
@@ -163,7 +184,7 @@ cp_status cp_write_copy(const char *src, const char *target, mode_t mode, cp_err
 	if (in < 0)
 		return cp_fail(err, CP_E_INPUT, "%s: cannot open: %s", src, strerror(errno));
 	st = cp_write_open(target, mode, tmp, sizeof(tmp), &fd, err);
-	if (!st && copy_fd(in, fd)) {
+	if (!st && cp_write_copy_fd(in, fd)) {
 		int saved = errno;
 
 		cp_write_discard(fd, tmp);

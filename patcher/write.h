@@ -10,6 +10,15 @@
 /* write(2) until all n bytes are written or it fails (-1, errno set). */
 int cp_write_all(int fd, const uint8_t *p, size_t n);
 
+/* pwrite(2) until all n bytes are at off, or it fails (-1, errno set). */
+int cp_write_all_at(int fd, const uint8_t *p, uint64_t n, uint64_t off);
+
+/* The whole of file `in`, from its start, into `out` at the same offsets:
+ * copy_file_range, in the kernel (a
+ * reflink where the file system shares extents), or read and written
+ * where the kernel cannot. 0, or -1 with errno set. */
+int cp_write_copy_fd(int in, int out);
+
 /* An empty file beside `target` (same directory, so that rename is
  * atomic) with mode bits `mode`, open for writing as *fd; its path goes to
  * tmp (size tmpsz). */
