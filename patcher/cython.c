@@ -59,7 +59,7 @@ static bool has_runtime_marker(const cp_scan *s)
 		const struct cp_section *sec = &s->img->sec[i];
 		const uint8_t *d = cp_image_bytes(s->img, sec->offset, sec->size);
 
-		if (d && cp_section_is_rodata(sec) && cp_image_search(s->img, sec, 0, "\0cython_runtime\0", 16))
+		if (d && cp_section_is_rodata(sec) && !cp_section_is_device_code(sec) && cp_image_search(s->img, sec, 0, "\0cython_runtime\0", 16))
 			return true;
 	}
 	return false;
@@ -73,7 +73,7 @@ void cp_cython_version(cp_scan *s)
 		const struct cp_section *sec = &s->img->sec[i];
 		const uint8_t *d, *p;
 
-		if (!(sec->flags & SHF_ALLOC) || (sec->flags & SHF_EXECINSTR) || sec->type != SHT_PROGBITS)
+		if (!cp_section_is_data(sec))
 			continue;
 		d = cp_image_bytes(s->img, sec->offset, sec->size);
 		for (p = d; d && (p = cp_image_search(s->img, sec, (uint64_t)(p - d), "_cython_", 8)) != NULL; p++) {

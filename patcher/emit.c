@@ -263,19 +263,17 @@ void cp_delta_free(struct cp_delta *d)
 	memset(d, 0, sizeof(*d));
 }
 
-cp_status cp_emit_write(const cp_image *img, const struct cp_delta *d, int fd, const char *target,
-			cp_error *err)
+cp_status cp_emit_write(const struct cp_delta *d, int fd, const char *target, bool sync, cp_error *err)
 {
 	size_t i;
 
-	if (cp_write_copy_fd(img->fd, fd))
-		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
 	for (i = 0; i < d->nrun; i++)
 		if (cp_write_all_at(fd, d->run[i].bytes, d->run[i].len, d->run[i].off))
 			return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
 	if (cp_write_all_at(fd, d->tail, d->size - d->in_size, d->in_size))
 		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
 	/* the disk works while the check runs; the fsync before the rename waits */
-	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	if (sync)
+		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	return CP_OK;
 }

@@ -34,11 +34,10 @@ struct cp_delta {
 cp_status cp_emit(const cp_image *img, const struct cp_plan *plan, struct cp_delta *d,
 		  cp_error *err);
 
-/* Writes the output to fd (a new, empty file): the input copied by the
- * kernel (cp_write_copy_fd), then the runs and the tail; starts the
- * writeback, which the caller's fsync ends. */
-cp_status cp_emit_write(const cp_image *img, const struct cp_delta *d, int fd, const char *target,
-			cp_error *err);
+/* Writes the delta into fd, which holds a copy of the input (the caller's,
+ * copy_ahead.h): the runs and the tail; when sync, starts the writeback,
+ * which the caller's fsync ends. */
+cp_status cp_emit_write(const struct cp_delta *d, int fd, const char *target, bool sync, cp_error *err);
 
 void cp_delta_free(struct cp_delta *d);
 

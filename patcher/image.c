@@ -142,6 +142,17 @@ bool cp_section_is_rodata(const struct cp_section *s)
 	       s->type == SHT_PROGBITS;
 }
 
+bool cp_section_is_device_code(const struct cp_section *s)
+{
+	return s->name && (strcmp(s->name, ".nv_fatbin") == 0 || strcmp(s->name, "__nv_relfatbin") == 0);
+}
+
+bool cp_section_is_data(const struct cp_section *s)
+{
+	return (s->flags & SHF_ALLOC) && !(s->flags & SHF_EXECINSTR) && s->type == SHT_PROGBITS &&
+	       !cp_section_is_device_code(s);
+}
+
 bool cp_section_is_writable(const struct cp_section *s)
 {
 	return (s->flags & SHF_ALLOC) && (s->flags & SHF_WRITE);

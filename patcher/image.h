@@ -159,5 +159,12 @@ const uint8_t *cp_image_search(const cp_image *img, const struct cp_section *sec
 bool cp_section_is_code(const struct cp_section *s);
 bool cp_section_is_rodata(const struct cp_section *s);   /* allocated, not exec, not writable */
 bool cp_section_is_writable(const struct cp_section *s);
+/* CUDA's fatbinary (.nv_fatbin, and __nv_relfatbin for relocatable device
+ * code): nvcc's device code, most of the bytes of a RAPIDS-sized module. No
+ * C compiler puts Cython's data there, and no byte of it may be rewritten. */
+bool cp_section_is_device_code(const struct cp_section *s);
+/* Allocated, not code, with bytes, not device code: where the C
+ * compiler's data (Cython's strings among it) can sit. */
+bool cp_section_is_data(const struct cp_section *s);
 
 #endif

@@ -4,6 +4,7 @@
 #include "patch.h"
 #include "buildid.h"
 #include "check.h"
+#include "copy_ahead.h"
 #include "emit.h"
 #include "error.h"
 #include "plan.h"
@@ -11,6 +12,7 @@
 #include "scan.h"
 #include "write.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,36 +52,83 @@ static cp_status emit_signed(const cp_image *img, struct cp_plan *plan, bool kee
 	return cp_emit(img, plan, d, err);
 }
 
+/* The output's temporary file, and the copy of the input into it, which
+ * runs on a second thread while the scan and the plan do (copy_ahead.h). */
+struct output {
+	char tmp[4200];
+	int fd;                     /* -1: not open */
+	struct cp_copy_ahead *copy; /* NULL: not started, or joined */
+};
+
+/* Opens the temporary file and starts the copy. Quietly does nothing when
+ * either fails: write_checked opens and copies then, and says why. */
+static void start_output(const cp_image *img, const char *target, struct output *w)
+{
+	struct stat sb;
+	cp_error ignored;
+
+	if (fstat(img->fd, &sb) || cp_write_open(target, sb.st_mode, w->tmp, sizeof(w->tmp), &w->fd, &ignored)) {
+		w->fd = -1;
+		return;
+	}
+	if (cp_copy_ahead_start(img->fd, w->fd, img->size, &w->copy))
+		w->copy = NULL;
+}
+
+/* Nothing is written: the copy stopped, the temporary file removed. */
+static void drop_output(struct output *w)
+{
+	cp_copy_ahead_cancel(w->copy);
+	w->copy = NULL;
+	if (w->fd >= 0)
+		cp_write_discard(w->fd, w->tmp);
+	w->fd = -1;
+}
+
+/* The input in the temporary file: the copy joined, or made now. */
+static cp_status copy_input(const cp_image *img, struct output *w, const char *target, cp_error *err)
+{
+	int r;
+
+	if (w->copy) {
+		r = cp_copy_ahead_finish(w->copy);
+		w->copy = NULL;
+	} else {
+		r = cp_write_copy_range(img->fd, w->fd, 0, img->size);
+	}
+	return r ? cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno)) : CP_OK;
+}
+
 /* Emit, re-sign, write beside `target`, check, rename. */
 static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct cp_plan *plan,
-			       const char *target, bool keep_build_id, struct cp_patch_result *res,
-			       struct timespec *t0, cp_error *err)
+			       const char *target, const struct cp_patch_opts *o, struct output *w,
+			       struct cp_patch_result *res, struct timespec *t0, cp_error *err)
 {
 	struct cp_delta d;
 	struct stat sb;
-	char tmp[4200];
-	int fd = -1;
 	cp_status st;
 
 	memset(&d, 0, sizeof(d));
 	if (fstat(img->fd, &sb))
 		return cp_fail(err, CP_E_INPUT, "%s: cannot stat", img->path);
-	st = emit_signed(img, plan, keep_build_id, &d, &res->build_id, err);
+	st = emit_signed(img, plan, o->keep_build_id, &d, &res->build_id, err);
 	lap(res, CP_STAGE_EMIT, t0);
-	if (!st)
-		st = cp_write_open(target, sb.st_mode, tmp, sizeof(tmp), &fd, err);
+	if (!st && w->fd < 0)
+		st = cp_write_open(target, sb.st_mode, w->tmp, sizeof(w->tmp), &w->fd, err);
 	if (!st) {
-		st = cp_emit_write(img, &d, fd, target, err);
+		st = copy_input(img, w, target, err);
+		if (!st)
+			st = cp_emit_write(&d, w->fd, target, !o->no_fsync, err);
 		lap(res, CP_STAGE_WRITE, t0);
 		if (!st)
-			st = cp_check(img, scan, plan, tmp, &d, err);
+			st = cp_check(img, scan, plan, w->tmp, &d, err);
 		lap(res, CP_STAGE_CHECK, t0);
-		if (st)
-			cp_write_discard(fd, tmp);
-		else
-			st = cp_write_close(fd, tmp, target, err);
+		if (!st) {
+			st = cp_write_close(w->fd, w->tmp, target, !o->no_fsync, err);
+			w->fd = -1;
+		}
 		if (!st)
-			st = cp_write_commit(tmp, target, err);
+			st = cp_write_commit(w->tmp, target, !o->no_fsync, err);
 		lap(res, CP_STAGE_SYNC, t0);
 	}
 	cp_delta_free(&d);
@@ -110,6 +159,7 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 	cp_image *img = NULL;
 	cp_scan *scan = NULL;
 	struct cp_plan plan;
+	struct output w = { "", -1, NULL };
 	struct timespec t0;
 	cp_status st;
 
@@ -118,6 +168,8 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	res->fallback = !strcmp(o->layout, "fallback");
 	st = cp_image_open(in, &img, err);
+	if (!st && !o->dry_run)
+		start_output(img, out, &w);
 	lap(res, CP_STAGE_LOAD, &t0);
 	if (!st)
 		st = cp_scan_run(img, rules, &scan, err);
@@ -149,9 +201,10 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 			fputs("  build-id: recomputed from the old one and the bytes written, after emitting\n", o->dry_run);
 	} else {
 		res->outcome = CP_PATCHED;
-		st = write_checked(img, scan, &plan, out, o->keep_build_id, res, &t0, err);
+		st = write_checked(img, scan, &plan, out, o, &w, res, &t0, err);
 	}
 done:
+	drop_output(&w);
 	cp_plan_free(&plan);
 	cp_scan_free(scan);
 	cp_image_close(img);

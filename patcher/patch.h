@@ -15,6 +15,7 @@ struct cp_patch_opts {
 	const char *layout;   /* a layout of the rules, or "fallback" */
 	bool no_fallback;     /* refuse what strings cannot express */
 	bool keep_build_id;   /* leave the GNU build-id as it was */
+	bool no_fsync;        /* rename without waiting for the disk (write.h) */
 	FILE *dry_run;        /* when set: print the plan there, write nothing */
 };
 

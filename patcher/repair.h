@@ -17,6 +17,7 @@ struct cp_repair_opts {
 	const char *layout;     /* legacy, bindings or fallback */
 	const char *outdir;     /* -w DIR */
 	bool no_fallback, keep_build_id;
+	bool no_fsync;          /* rename without waiting for the disk (write.h) */
 	bool relax_requires;    /* widen cuda-python / cuda-bindings in METADATA */
 	bool keep_sources;      /* leave the Python sources' import statements alone */
 };

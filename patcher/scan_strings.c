@@ -373,8 +373,7 @@ cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 	for (i = 0; !st && i < s->img->nsec; i++) {
 		const struct cp_section *sec = &s->img->sec[i];
 
-		if ((sec->flags & SHF_ALLOC) && !(sec->flags & SHF_EXECINSTR) &&
-		    sec->type == SHT_PROGBITS && !(s->quiet && s->quiet[i]))
+		if (cp_section_is_data(sec) && !(s->quiet && s->quiet[i]))
 			st = scan_section(s, sec, &ns, err);
 	}
 	free(ns.v);

@@ -157,7 +157,7 @@ static cp_status plan_wheel(const char *path, const char *dir, const cp_rules *r
 			char final[8192];
 
 			snprintf(final, sizeof(final), "%s/%s", dir, w->m[i].name);
-			st = cp_write_commit(file, final, err);
+			st = cp_write_commit(file, final, true, err);
 		}
 	}
 	for (i = 0; !st && w && i < w->n; i++) {

@@ -4,8 +4,10 @@
 #include "wheel.h"
 #include "error.h"
 #include "write.h"
+#include "zip_source.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,14 +251,37 @@ cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *na
 	return open_wheel(path, NULL, NULL, defer, out, err);
 }
 
+/* w->path through libzip, read a MiB at a time (zip_source.h). */
+static cp_status open_archive(struct cp_wheel *w, cp_error *err)
+{
+	zip_source_t *src = NULL;
+	zip_error_t ze;
+	cp_status st = CP_OK;
+
+	zip_error_init(&ze);
+	w->fd = open(w->path, O_RDONLY | O_CLOEXEC);
+	if (w->fd < 0)
+		st = cp_fail(err, CP_E_INPUT, "%s: not a readable zip archive: %s", w->path, strerror(errno));
+	if (!st && (!(src = cp_zip_source_reader(w->fd, &ze)) ||
+		    !(w->zip = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze)))) {
+		zip_source_free(src);
+		st = zip_error_code_zip(&ze) == ZIP_ER_EXISTS
+			     ? cp_fail(err, CP_E_INPUT, "%s: a member name appears twice (libzip: %s)", w->path,
+				       zip_error_strerror(&ze))
+			     : cp_fail(err, CP_E_INPUT, "%s: not a readable zip archive: %s", w->path,
+				       zip_error_strerror(&ze));
+	}
+	zip_error_fini(&ze);
+	return st;
+}
+
 static cp_status open_wheel(const char *path, const struct cp_wheel *src, const bool *copied,
 			    bool (*defer)(const char *name), struct cp_wheel **out, cp_error *err)
 {
 	struct cp_wheel *w = calloc(1, sizeof(*w));
 	uint64_t total = 0;
 	zip_int64_t n;
-	int zerr = 0;
-	cp_status st = CP_OK;
+	cp_status st;
 	size_t i;
 
 	*out = NULL;
@@ -264,18 +289,8 @@ static cp_status open_wheel(const char *path, const struct cp_wheel *src, const 
 		free(w);
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
 	}
-	w->zip = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &zerr);
-	if (!w->zip) {
-		zip_error_t ze;
-
-		zip_error_init_with_code(&ze, zerr);
-		st = zerr == ZIP_ER_EXISTS
-			     ? cp_fail(err, CP_E_INPUT, "%s: a member name appears twice (libzip: %s)", path,
-				       zip_error_strerror(&ze))
-			     : cp_fail(err, CP_E_INPUT, "%s: not a readable zip archive: %s", path,
-				       zip_error_strerror(&ze));
-		zip_error_fini(&ze);
-	}
+	w->fd = -1;
+	st = open_archive(w, err);
 	n = st ? 0 : zip_get_num_entries(w->zip, 0);
 	if (!st && (n <= 0 || !(w->m = calloc((size_t)n, sizeof(*w->m)))))
 		st = cp_fail(err, CP_E_INPUT, "%s: an empty archive is not a wheel", path);
@@ -311,6 +326,8 @@ void cp_wheel_close(struct cp_wheel *w)
 		return;
 	if (w->zip)
 		zip_discard(w->zip);
+	if (w->fd >= 0)
+		close(w->fd);
 	for (i = 0; i < w->n; i++)
 		free(w->m[i].name);
 	free(w->m);

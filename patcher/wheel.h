@@ -31,6 +31,7 @@ struct cp_wheel_member {
 
 struct cp_wheel {
 	char *path;
+	int fd;               /* the archive, read through zip_source.h */
 	zip_t *zip;
 	struct cp_wheel_member *m;
 	size_t n;

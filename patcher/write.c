@@ -1,7 +1,9 @@
 /*
  * write.c - atomic output: a temporary file in the target's directory,
  * written and fsynced, then renamed over the target. A crash leaves either
- * the old file or the new one, never a part of either.
+ * the old file or the new one, never a part of either. Without the fsync
+ * (--no-fsync) readers still see one or the other, but after a power loss
+ * the new one may be empty.
  */
 #include "write.h"
 #include "error.h"
@@ -58,11 +60,11 @@ cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz
 	return CP_OK;
 }
 
-cp_status cp_write_close(int fd, const char *tmp, const char *target, cp_error *err)
+cp_status cp_write_close(int fd, const char *tmp, const char *target, bool sync, cp_error *err)
 {
 	int saved;
 
-	if (fsync(fd) == 0 && close(fd) == 0)
+	if ((!sync || fsync(fd) == 0) && close(fd) == 0)
 		return CP_OK;
 	saved = errno;
 	close(fd); /* after a failed fsync; EBADF after a failed close */
@@ -90,32 +92,10 @@ cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mod
 		cp_write_discard(fd, tmp);
 		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
 	}
-	return cp_write_close(fd, tmp, target, err);
+	return cp_write_close(fd, tmp, target, true, err);
 }
 
-void cp_write_flush_start(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-		close(fd);
-	}
-}
-
-cp_status cp_write_flush(const char *path, cp_error *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
-
-	if (fd >= 0 && fsync(fd) == 0 && close(fd) == 0)
-		return CP_OK;
-	saved = errno;
-	if (fd >= 0)
-		close(fd);
-	return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", path, strerror(saved));
-}
-
-cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err)
+cp_status cp_write_commit(const char *tmp, const char *target, bool sync, cp_error *err)
 {
 	char dir[4096];
 	int fd;
@@ -126,6 +106,8 @@ cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err)
 		unlink(tmp);
 		return cp_fail(err, CP_E_IO, "%s: cannot replace it: %s", target, strerror(saved));
 	}
+	if (!sync)
+		return CP_OK;
 	dir_of(target, dir, sizeof(dir));
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -151,31 +133,55 @@ int cp_write_all_at(int fd, const uint8_t *p, uint64_t n, uint64_t off)
 	return 0;
 }
 
-int cp_write_copy_fd(int in, int out)
+/* copy_file_range cannot join these two files: the kernel's errors that
+ * say so, rather than that the copy failed. */
+static bool no_kernel_copy(int e)
 {
-	loff_t in_off = 0, out_off = 0;
-	uint8_t buf[1 << 16];
-	ssize_t n;
-
-	while ((n = copy_file_range(in, &in_off, out, &out_off, 1 << 30, 0)) > 0 || (n < 0 && errno == EINTR))
-		;
-	if (n == 0)
-		return 0;
-	if (in_off != 0 ||
-	    (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != EBADF))
-		return -1;
-	/* no copy_file_range here: through a buffer, from the start */
-	while ((n = pread(in, buf, sizeof(buf), in_off)) > 0 || (n < 0 && errno == EINTR)) {
-		if (n < 0)
-			continue;
-		if (cp_write_all_at(out, buf, (uint64_t)n, (uint64_t)in_off))
-			return -1;
-		in_off += n;
-	}
-	return n < 0 ? -1 : 0;
+	return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF;
 }
 
-cp_status cp_write_copy(const char *src, const char *target, mode_t mode, cp_error *err)
+int cp_write_copy_range(int in, int out, uint64_t off, uint64_t n)
+{
+	loff_t at = (loff_t)off, to = (loff_t)off;
+	const loff_t end = (loff_t)(off + n);
+	uint8_t buf[1 << 16];
+	ssize_t k;
+
+	while (at < end) {
+		k = copy_file_range(in, &at, out, &to, (size_t)(end - at), 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k == 0)
+			return errno = EIO, -1; /* the input ended early: it changed under us */
+		if (k < 0 && no_kernel_copy(errno))
+			break;
+		if (k < 0)
+			return -1;
+	}
+	/* no copy_file_range between these files: through a buffer */
+	while (at < end) {
+		k = pread(in, buf, (size_t)(end - at) < sizeof(buf) ? (size_t)(end - at) : sizeof(buf), at);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k == 0 ? (errno = EIO, -1) : -1;
+		if (cp_write_all_at(out, buf, (uint64_t)k, (uint64_t)at))
+			return -1;
+		at += k;
+	}
+	return 0;
+}
+
+int cp_write_copy_fd(int in, int out)
+{
+	struct stat sb;
+
+	if (fstat(in, &sb))
+		return -1;
+	return cp_write_copy_range(in, out, 0, (uint64_t)sb.st_size);
+}
+
+cp_status cp_write_copy(const char *src, const char *target, mode_t mode, bool sync, cp_error *err)
 {
 	char tmp[4200];
 	int in = open(src, O_RDONLY | O_CLOEXEC), fd;
@@ -190,8 +196,8 @@ cp_status cp_write_copy(const char *src, const char *target, mode_t mode, cp_err
 		cp_write_discard(fd, tmp);
 		st = cp_fail(err, CP_E_IO, "%s: writing the copy failed: %s", target, strerror(saved));
 	} else if (!st) {
-		st = cp_write_close(fd, tmp, target, err);
+		st = cp_write_close(fd, tmp, target, sync, err);
 	}
 	close(in);
-	return st ? st : cp_write_commit(tmp, target, err);
+	return st ? st : cp_write_commit(tmp, target, sync, err);
 }

@@ -2,6 +2,7 @@
 #ifndef CP_WRITE_H
 #define CP_WRITE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -13,10 +14,13 @@ int cp_write_all(int fd, const uint8_t *p, size_t n);
 /* pwrite(2) until all n bytes are at off, or it fails (-1, errno set). */
 int cp_write_all_at(int fd, const uint8_t *p, uint64_t n, uint64_t off);
 
-/* The whole of file `in`, from its start, into `out` at the same offsets:
- * copy_file_range, in the kernel (a
- * reflink where the file system shares extents), or read and written
- * where the kernel cannot. 0, or -1 with errno set. */
+/* Bytes [off, off + n) of file `in` into `out` at the same offsets:
+ * copy_file_range, in the kernel (a reflink where the file system shares
+ * extents), or read and written where the kernel cannot. 0, or -1 with
+ * errno set (EIO when `in` ends before off + n). */
+int cp_write_copy_range(int in, int out, uint64_t off, uint64_t n);
+
+/* The whole of file `in` into `out`, as cp_write_copy_range. */
 int cp_write_copy_fd(int in, int out);
 
 /* An empty file beside `target` (same directory, so that rename is
@@ -25,8 +29,10 @@ int cp_write_copy_fd(int in, int out);
 cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz, int *fd,
 			cp_error *err);
 
-/* Flushes fd to disk and closes it; on failure, tmp is removed. */
-cp_status cp_write_close(int fd, const char *tmp, const char *target, cp_error *err);
+/* Flushes fd to disk (when sync) and closes it; on failure, tmp is removed.
+ * Without sync (--no-fsync) the rename stays atomic for every reader, but a
+ * power loss may leave the output empty: what cp and patchelf give. */
+cp_status cp_write_close(int fd, const char *tmp, const char *target, bool sync, cp_error *err);
 
 /* Closes fd and removes tmp: the output is abandoned. */
 void cp_write_discard(int fd, const char *tmp);
@@ -37,15 +43,11 @@ void cp_write_discard(int fd, const char *tmp);
 cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mode_t mode,
 			char *tmp, size_t tmpsz, cp_error *err);
 
-/* For a file another library wrote (libzip): cp_write_flush_start starts
- * its writeback and returns; cp_write_flush waits for it (fsync). */
-void cp_write_flush_start(const char *path);
-cp_status cp_write_flush(const char *path, cp_error *err);
-
-/* Renames tmp over target and flushes the directory; unlinks tmp on failure. */
-cp_status cp_write_commit(const char *tmp, const char *target, cp_error *err);
+/* Renames tmp over target and flushes the directory (when sync); unlinks
+ * tmp on failure. */
+cp_status cp_write_commit(const char *tmp, const char *target, bool sync, cp_error *err);
 
 /* Copies src to target through a temporary file and a rename. */
-cp_status cp_write_copy(const char *src, const char *target, mode_t mode, cp_error *err);
+cp_status cp_write_copy(const char *src, const char *target, mode_t mode, bool sync, cp_error *err);
 
 #endif

@@ -32,6 +32,9 @@ static const char usage[] =
 	"                              Python sources as they are\n"
 	"      --no-fallback           refuse what strings alone cannot express\n"
 	"      --keep-build-id         keep the extensions' GNU build-ids\n"
+	"      --no-fsync              rename each wheel into place without waiting\n"
+	"                              for the disk: atomic for readers, but a power\n"
+	"                              loss may leave it empty (as cp and auditwheel)\n"
 	"      --json                  print a JSON summary on stdout\n"
 	"      --rules FILE            add a rules file to the built-in ones\n"
 	"  -h, --help                  show this help\n"
@@ -75,6 +78,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "keep-sources", no_argument, NULL, 'S' },
 		{ "no-fallback", no_argument, NULL, 'F' },
 		{ "keep-build-id", no_argument, NULL, 'K' },
+		{ "no-fsync", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -92,6 +96,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'S': o->r.keep_sources = true; break;
 		case 'F': o->r.no_fallback = true; break;
 		case 'K': o->r.keep_build_id = true; break;
+		case 'N': o->r.no_fsync = true; break;
 		case 'j': o->json = 1; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "repair", optarg))

@@ -40,6 +40,9 @@ static const char usage[] =
 	"                              of injecting the fallback stub for it\n"
 	"      --keep-build-id         keep the GNU build-id (by default a new one is\n"
 	"                              derived from the old one and the changes)\n"
+	"      --no-fsync              rename the output into place without waiting\n"
+	"                              for the disk: atomic for readers, but a power\n"
+	"                              loss may leave it empty (as cp and patchelf)\n"
 	"      --timings               print the seconds each stage took to stderr\n"
 	"  -h, --help                  show this help\n"
 	"\n"
@@ -53,7 +56,7 @@ static const char usage[] =
 struct opts {
 	const char *layout, *output, *input;
 	struct cli_rules rules;
-	int dry_run, in_place, no_fallback, keep_build_id, timings;
+	int dry_run, in_place, no_fallback, keep_build_id, no_fsync, timings;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -66,6 +69,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "rules", required_argument, NULL, 'r' },
 		{ "no-fallback", no_argument, NULL, 'F' },
 		{ "keep-build-id", no_argument, NULL, 'K' },
+		{ "no-fsync", no_argument, NULL, 'N' },
 		{ "timings", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -86,6 +90,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'n': o->dry_run = 1; break;
 		case 'F': o->no_fallback = 1; break;
 		case 'K': o->keep_build_id = 1; break;
+		case 'N': o->no_fsync = 1; break;
 		case 'T': o->timings = 1; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "--target-layout", optarg))
@@ -155,6 +160,7 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 	po.layout = o->layout;
 	po.no_fallback = o->no_fallback;
 	po.keep_build_id = o->keep_build_id;
+	po.no_fsync = o->no_fsync;
 	if (o->dry_run) {
 		po.dry_run = stdout;
 		printf("%s: the plan for the %s layout:\n", o->input, o->layout);

@@ -2,7 +2,10 @@
 import configparser
 import json
 import os
+import re
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -33,6 +36,19 @@ def cypatch(*args, check=None):
     if check is not None:
         assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
     return proc
+
+
+def disk_waits(*args):
+    """Runs cypatch under strace: (its exit status, the names of the fsync,
+    fdatasync and sync_file_range calls it made, threads included)."""
+    if not shutil.which("strace"):
+        pytest.fail("strace is missing: scripts/setup installs it")
+    with tempfile.NamedTemporaryFile("r", suffix=".strace") as log:
+        proc = subprocess.run(["strace", "-f", "-qq", "-o", log.name, "-e",
+                               "trace=fsync,fdatasync,sync_file_range", CYPATCH] + list(args),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        calls = re.findall(r"^(?:\d+ +)?(\w+)\(", log.read(), re.M)
+    return proc.returncode, calls
 
 
 def assert_clean_elf(path):

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import zipfile
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST, cypatch
+from conftest import ENTRIES, MANIFEST, cypatch, disk_waits
 from test_imports import EXPECTED, RUN_ALL
 
 RMM = MANIFEST["real_wheels"]["rmm-cu12"]
@@ -133,6 +134,18 @@ def test_repair_is_reproducible_and_copies_unchanged_members_raw(layout, rmm_rep
             assert rows[name] == [record_hash(data), str(len(data))], name
     meta = z.read("rmm_cu12-25.2.0.dist-info/METADATA").decode()
     assert "Requires-Dist: cuda-python<13.0a0\n" in meta
+
+
+@pytest.mark.parametrize("layout", ["legacy", "fallback"])
+def test_no_fsync_writes_the_same_wheel_without_waiting_for_the_disk(layout, rmm_repaired, tmp_path):
+    _, wheel = rmm_repaired[layout]
+    rc, waits = disk_waits("repair", "-w", str(tmp_path), "-t", layout, "--relax-requires", "--no-fsync", RMM)
+    assert rc == 0 and waits == []
+    out = str(tmp_path / os.path.basename(RMM))
+    assert digest(out) == digest(wheel)
+    assert stat.S_IMODE(os.stat(out).st_mode) == stat.S_IMODE(os.stat(wheel).st_mode) == 0o644
+    rc, waits = disk_waits("repair", "-w", str(tmp_path / "durable"), "-t", layout, "--relax-requires", RMM)
+    assert rc == 0 and "fsync" in waits, waits
 
 
 def test_json_summary(tmp_path):

@@ -3,14 +3,16 @@ layout, judged by CPython importing it and calling through it."""
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST, assert_clean_elf, cypatch, show_json
+from conftest import ENTRIES, MANIFEST, assert_clean_elf, cypatch, disk_waits, show_json
 from test_imports import EXPECTED, OTHER, RUN_ALL
 
 PY = sys.executable
@@ -186,6 +188,66 @@ def test_in_place_keeps_the_mode_and_replaces_atomically(tmp_path):
     assert st.st_ino != ino  # a new file renamed over the old one
     assert os.listdir(tmp_path) == [work.name]  # no temporary left
     check_works(e, str(work), "legacy")
+
+
+@pytest.mark.parametrize("layout", ["legacy", "fallback"])
+def test_no_fsync_writes_the_same_bytes_without_waiting_for_the_disk(layout, tmp_path):
+    e = sample(layout="bindings", cython="3.1.8")
+    name = os.path.basename(e["so"])  # the module's name: check_works imports it
+    os.mkdir(tmp_path / "durable")
+    os.mkdir(tmp_path / "quick")
+    durable, quick = str(tmp_path / "durable" / name), str(tmp_path / "quick" / name)
+    rc, waits = disk_waits("--target-layout", layout, "-o", durable, e["so"])
+    assert rc == 0 and "fsync" in waits, waits
+    rc, waits = disk_waits("--target-layout", layout, "--no-fsync", "-o", quick, e["so"])
+    assert rc == 0 and waits == []
+    assert digest(durable) == digest(quick)
+    assert stat.S_IMODE(os.stat(quick).st_mode) == stat.S_IMODE(os.stat(e["so"]).st_mode)
+    assert os.listdir(tmp_path / "quick") == [name]  # no temporary left
+    check_works(e, quick, layout if layout != "fallback" else "legacy")
+
+
+FATBIN = """.section .nv_fatbin,"a"
+.balign 8
+.asciz "cuda.bindings.cydriver"
+.asciz "cuda/bindings/cydriver.pxd"
+.asciz "__pyx_t_4cuda_8bindings_8cydriver_CUstream"
+.section .note.GNU-stack,"",@progbits
+"""
+
+
+def section_bytes(so, name):
+    out = subprocess.run(["objcopy", "-O", "binary", "--only-section=" + name, so, "/dev/stdout"],
+                         stdout=subprocess.PIPE, check=True).stdout
+    assert out, "%s has no %s" % (so, name)
+    return out
+
+
+def test_device_code_is_neither_searched_nor_rewritten(tmp_path):
+    """A .nv_fatbin section (nvcc's device code, most of a RAPIDS module)
+    that happens to hold mapped names: show does not count them, legacy
+    leaves the section's bytes alone, and the module works."""
+    e = sample(layout="bindings", cython="3.1.8")
+    asm, fat = tmp_path / "fatbin.S", tmp_path / "fatbin.o"
+    asm.write_text(FATBIN)
+    subprocess.run(["cc", "-c", str(asm), "-o", str(fat)], check=True)
+    os.mkdir(tmp_path / "in")
+    os.mkdir(tmp_path / "out")
+    so, out = [str(tmp_path / d / os.path.basename(e["so"])) for d in ("in", "out")]
+    ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
+    subprocess.run(ldshared + [e["c"][:-2] + ".o", str(fat), "-o", so], check=True)
+
+    def refs(path):
+        return sorted((r["kind"], r["module"], r["value"], r["location"]["section"])
+                      for r in show_json(path)["references"])
+
+    assert refs(so) == refs(e["so"])
+    assert all(section != ".nv_fatbin" for _, _, _, section in refs(so))
+    cypatch("--target-layout", "legacy", "-o", out, so, check=0)
+    assert section_bytes(out, ".nv_fatbin") == section_bytes(so, ".nv_fatbin")
+    assert b"cuda.bindings.cydriver" in section_bytes(out, ".nv_fatbin")
+    assert show_json(out)["layouts"] == ["legacy"]
+    check_works(e, out, "legacy")
 
 
 def test_no_mapped_reference_and_unknown_layout(tmp_path):
