@@ -113,9 +113,10 @@ def consumer_object(cache, work, n):
     return obj, site
 
 
-def bulk_object(work, nbytes):
-    """An object whose .nv_fatbin section holds nbytes of pseudo-random data."""
-    base = os.path.join(work, "bulk-%d" % nbytes)
+def bulk_object(work, nbytes, section=".nv_fatbin"):
+    """An object whose section (.nv_fatbin, where nvcc puts device code, by
+    default) holds nbytes of pseudo-random data."""
+    base = os.path.join(work, "bulk-%d" % nbytes + ("" if section == ".nv_fatbin" else section))
     if os.path.exists(base + ".o"):
         return base + ".o"
     rng = random.Random(nbytes)
@@ -126,8 +127,8 @@ def bulk_object(work, nbytes):
             f.write(rng.randbytes(chunk))
             left -= chunk
     with open(base + ".S", "w") as f:
-        f.write('.section .nv_fatbin,"a"\n.balign 8\n.incbin "%s"\n'
-                '.section .note.GNU-stack,"",@progbits\n' % (base + ".bin"))
+        f.write('.section %s,"a"\n.balign 8\n.incbin "%s"\n'
+                '.section .note.GNU-stack,"",@progbits\n' % (section, base + ".bin"))
     subprocess.run(["cc", "-c", base + ".S", "-o", base + ".o.tmp"], check=True)
     os.remove(base + ".bin")
     os.replace(base + ".o.tmp", base + ".o")
@@ -140,10 +141,11 @@ def link(obj, extra, so):
     subprocess.run(link_cmd[:-2] + [obj] + extra + ["-o", so], check=True)
 
 
-def consumer_of_size(cache, work, n, size):
-    """The consumer linked with bulk data to about `size` bytes (never
-    smaller than the consumer alone)."""
-    so = os.path.join(work, "bench_ext-%d-%d" % (n, size), "bench_ext" + corpus.EXT)
+def consumer_of_size(cache, work, n, size, section=".nv_fatbin"):
+    """The consumer linked with bulk data in `section` to about `size` bytes
+    (never smaller than the consumer alone)."""
+    tag = "" if section == ".nv_fatbin" else section
+    so = os.path.join(work, "bench_ext-%d-%d%s" % (n, size, tag), "bench_ext" + corpus.EXT)
     if os.path.exists(so):
         return so
     obj, _ = consumer_object(cache, work, n)
@@ -153,7 +155,7 @@ def consumer_of_size(cache, work, n, size):
         link(obj, [], plain)
     extra = size - os.path.getsize(plain)
     log("linking a %d MB consumer" % (size >> 20))
-    link(obj, [bulk_object(work, extra)] if extra > 4096 else [], so + ".tmp")
+    link(obj, [bulk_object(work, extra, section)] if extra > 4096 else [], so + ".tmp")
     os.replace(so + ".tmp", so)
     return so
 

@@ -262,6 +262,10 @@ def main():
     exts = [("cuda-python 12.6.2.post1 %s" % os.path.basename(real).split(".")[0], real)]
     exts += [("generated, %d functions, %s" % (NFUNCS, "%d MB" % (s >> 20) if s < 1 << 30 else "1 GiB"),
               inputs.consumer_of_size(CORPUS, WORK, NFUNCS, s)) for s in sizes]
+    if not a.quick:
+        # the same, its bulk in .rodata: data cypatch must search
+        exts.append(("generated, %d functions, 1 GiB, bulk in .rodata" % NFUNCS,
+                     inputs.consumer_of_size(CORPUS, WORK, NFUNCS, 1 << 30, ".rodata")))
     whl = [("rmm-cu12 25.2.0", glob.glob(os.path.join(CORPUS, "wheels", "rmm_cu12-25.2.0-*.whl"))[0],
             "manylinux_2_28_x86_64")]
     if not a.quick:
