@@ -117,6 +117,19 @@ struct cp_record_row *cp_record_find(struct cp_record *r, const char *path)
 	return NULL;
 }
 
+cp_status cp_record_copy(struct cp_record *dst, const struct cp_record *src, cp_error *err)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	memset(dst, 0, sizeof(*dst));
+	for (i = 0; !st && i < src->n; i++)
+		st = add_row(dst, strdup(src->rows[i].path), strdup(src->rows[i].hash), strdup(src->rows[i].size), err);
+	if (st)
+		cp_record_free(dst);
+	return st;
+}
+
 cp_status cp_record_set(struct cp_record *r, const char *path, const uint8_t *data, size_t len, cp_error *err)
 {
 	struct cp_record_row *row = cp_record_find(r, path);

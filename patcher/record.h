@@ -24,6 +24,9 @@ struct cp_record {
 cp_status cp_record_parse(struct cp_record *r, const char *text, size_t len, const char *what, cp_error *err);
 void cp_record_free(struct cp_record *r);
 
+/* dst (uninitialised) as a copy of src; dst is empty on failure. */
+cp_status cp_record_copy(struct cp_record *dst, const struct cp_record *src, cp_error *err);
+
 /* The row of path, or NULL. */
 struct cp_record_row *cp_record_find(struct cp_record *r, const char *path);
 

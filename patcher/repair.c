@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,17 @@ struct job {
 	uint8_t *note;           /* cypatch.json */
 	size_t note_len;
 	char *note_name;
+	bool *bet;               /* per member: bet not to be an extension (BET_BYTES) */
+	bool *lost;              /* per member: a bet lost, the member to patch */
 };
+
+/* A shared object this large whose first MiB holds no "PyInit_" is bet not
+ * to be an extension: the whole read that settles it (RECORD, PyInit_)
+ * runs on a second thread while the archive is written, and a lost bet
+ * writes the archive again. A 1 GB library is then read and copied at the
+ * same time rather than one after the other (docs/performance.md). */
+#define BET_BYTES (64ull << 20)
+#define PROBE_BYTES (1u << 20)
 
 static bool is_shared_object(const char *name)
 {
@@ -101,19 +112,31 @@ static cp_status unpack(struct job *j, size_t i, const char *path)
 	return st;
 }
 
-static cp_status patch_member(struct job *j, size_t i)
+/* Whether member i is bet on (BET_BYTES); never once the bets are settled. */
+static cp_status place_bet(struct job *j, size_t i, bool *bet)
 {
-	struct cp_repair_member *x = &j->res->ext[j->res->next];
+	bool head = true;
+	cp_status st = CP_OK;
+
+	if (j->w->m[i].size >= BET_BYTES && !j->lost[i])
+		st = cp_wheel_head_contains(j->w, i, PROBE_BYTES, "PyInit_", &head, j->err);
+	*bet = !st && !head;
+	return st;
+}
+
+static cp_status patch_member(struct job *j, size_t i, struct cp_repair_member *x)
+{
 	struct cp_patch_opts po;
 	char in[4200], out[4200];
 	bool module;
-	cp_status st;
+	cp_status st = place_bet(j, i, &j->bet[i]);
 
 	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_": a
 	 * shared object without them (a 1 GB libcudf) is read once, for
 	 * RECORD, and never written out. */
-	st = cp_wheel_contains(j->w, i, "PyInit_", &module, j->err);
-	if (st || !module) {
+	if (!st && !j->bet[i])
+		st = cp_wheel_contains(j->w, i, "PyInit_", &module, j->err);
+	if (st || j->bet[i] || !module) {
 		x->r.outcome = CP_NOT_EXTENSION;
 		return st;
 	}
@@ -151,7 +174,7 @@ static cp_status patch_extensions(struct job *j)
 			return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
 		memset(&j->res->ext[j->res->next], 0, sizeof(j->res->ext[0]));
 		j->res->ext[j->res->next].path = strdup(j->w->m[i].name);
-		st = patch_member(j, i);
+		st = patch_member(j, i, &j->res->ext[j->res->next]);
 		j->res->next++;
 	}
 	return st;
@@ -243,6 +266,9 @@ static cp_status make_note(struct job *j)
 	json_t *doc = json_object(), *files = json_array();
 	size_t i;
 
+	free(j->note); /* a lost bet makes it again */
+	free(j->note_name);
+	j->note_name = NULL;
 	json_object_set_new(doc, "cypatch", json_string(CYPATCH_VERSION));
 	json_object_set_new(doc, "target_layout", json_string(j->o->layout));
 	json_object_set_new(doc, "relax_requires", json_boolean(j->res->metadata_changed));
@@ -272,19 +298,19 @@ static cp_status make_note(struct job *j)
 /* RECORD for the new members and the note. */
 static cp_status make_record(struct job *j, uint8_t **rec, size_t *rec_len)
 {
-	struct cp_record *r = &j->w->record;
-	cp_status st = CP_OK;
+	struct cp_record r; /* the input's stays: the settler reads it meanwhile */
+	cp_status st = cp_record_copy(&r, &j->w->record, j->err);
 	size_t i;
 
 	for (i = 0; !st && i < j->w->n; i++)
 		if (j->data[i] && i != j->w->record_at)
-			st = cp_record_set(r, j->w->m[i].name, j->data[i], j->len[i], j->err);
+			st = cp_record_set(&r, j->w->m[i].name, j->data[i], j->len[i], j->err);
 	if (!st)
-		st = cp_record_set(r, j->note_name, j->note, j->note_len, j->err);
-	if (st)
-		return st;
-	*rec = (uint8_t *)cp_record_format(r, rec_len);
-	return *rec ? CP_OK : cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+		st = cp_record_set(&r, j->note_name, j->note, j->note_len, j->err);
+	if (!st && !(*rec = (uint8_t *)cp_record_format(&r, rec_len)))
+		st = cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	cp_record_free(&r);
+	return st;
 }
 
 static cp_status zip_failed(struct job *j, zip_t *z, const char *what)
@@ -364,30 +390,26 @@ static cp_status copied_members(struct job *j, bool **copied)
 	return CP_OK;
 }
 
-/* The new archive, checked like any input wheel (the members copied as
- * compressed bytes against the input's, the rest hashed against RECORD),
- * renamed into place. */
-static cp_status write_wheel(struct job *j)
+/* The new archive in a temporary file (*fd, tmp), checked like any input
+ * wheel: the members copied as compressed bytes against the input's, the
+ * rest hashed against RECORD. Nothing is left behind on failure. */
+static cp_status write_temp(struct job *j, char *tmp, size_t tmpsz, int *fd)
 {
 	uint8_t *rec = NULL;
 	size_t rec_len = 0;
-	char tmp[4200];
 	struct cp_wheel *check = NULL;
 	bool *copied = NULL;
-	int fd = -1;
 	cp_status st = make_note(j);
 
+	*fd = -1;
 	if (!st)
 		st = make_record(j, &rec, &rec_len);
 	if (!st)
-		st = cp_write_open(j->res->out, 0644, tmp, sizeof(tmp), &fd, j->err);
-	if (st) {
-		free(rec);
-		return st;
-	}
-	st = write_zip(j, fd, tmp, rec, rec_len);
+		st = cp_write_open(j->res->out, 0644, tmp, tmpsz, fd, j->err);
+	if (!st)
+		st = write_zip(j, *fd, tmp, rec, rec_len);
 	if (!st && !j->o->no_fsync)
-		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* the disk works while the check reads */
+		sync_file_range(*fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* the disk works while the check reads */
 	if (!st)
 		st = copied_members(j, &copied);
 	if (!st) {
@@ -397,15 +419,145 @@ static cp_status write_wheel(struct job *j)
 				 j->w->path);
 		cp_wheel_close(check);
 	}
-	if (!st)
-		st = cp_write_close(fd, tmp, j->res->out, !j->o->no_fsync, j->err);
-	else
-		cp_write_discard(fd, tmp);
-	if (!st)
-		st = cp_write_commit(tmp, j->res->out, !j->o->no_fsync, j->err);
+	if (st && *fd >= 0) {
+		cp_write_discard(*fd, tmp);
+		*fd = -1;
+	}
 	free(copied);
 	free(rec);
 	return st;
+}
+
+static cp_status commit_temp(struct job *j, const char *tmp, int fd)
+{
+	cp_status st = cp_write_close(fd, tmp, j->res->out, !j->o->no_fsync, j->err);
+
+	return st ? st : cp_write_commit(tmp, j->res->out, !j->o->no_fsync, j->err);
+}
+
+/* The bets settled on a second thread (BET_BYTES). */
+struct settler {
+	struct job *j;
+	zip_t *z;
+	pthread_t thread;
+	cp_error err;
+	cp_status st;
+	bool lost;
+};
+
+static void *settle(void *arg)
+{
+	struct settler *s = arg;
+	struct job *j = s->j;
+	bool module;
+	size_t i;
+
+	for (i = 0; !s->st && i < j->w->n; i++) {
+		if (!j->bet[i])
+			continue;
+		s->st = cp_wheel_contains_in(j->w, s->z, i, "PyInit_", &module, &s->err);
+		j->lost[i] = !s->st && module;
+		s->lost |= j->lost[i];
+	}
+	return NULL;
+}
+
+static bool betting(const struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->w->n; i++)
+		if (j->bet[i])
+			return true;
+	return false;
+}
+
+/* The bets lost: those members read, unpacked and patched now. */
+static cp_status pay(struct job *j)
+{
+	cp_status st = CP_OK;
+	size_t i, k;
+
+	for (i = 0; !st && i < j->w->n; i++) {
+		j->bet[i] = false;
+		for (k = 0; j->lost[i] && k < j->res->next; k++)
+			if (!strcmp(j->res->ext[k].path, j->w->m[i].name))
+				st = patch_member(j, i, &j->res->ext[k]);
+	}
+	return st;
+}
+
+static bool untouched(const struct job *j)
+{
+	return !j->res->npatched && !j->res->metadata_changed && !j->res->nsources;
+}
+
+/* The bets settled here, before anything is written. */
+static cp_status settle_here(struct job *j)
+{
+	struct settler s;
+
+	memset(&s, 0, sizeof(s));
+	s.j = j;
+	s.z = j->w->zip;
+	settle(&s);
+	if (s.st) {
+		*j->err = s.err;
+		return s.st;
+	}
+	return pay(j);
+}
+
+/* The archive written while the settler reads what was bet on; renamed
+ * into place (*written) only when every bet is won. */
+static cp_status write_betting(struct job *j, bool *written)
+{
+	struct settler s;
+	char tmp[4200];
+	int fd = -1;
+	cp_status st;
+
+	memset(&s, 0, sizeof(s));
+	s.j = j;
+	*written = false;
+	if (cp_wheel_reader(j->w, &s.z, j->err) || pthread_create(&s.thread, NULL, settle, &s)) {
+		if (s.z)
+			zip_discard(s.z);
+		return settle_here(j); /* no second reader or thread */
+	}
+	st = write_temp(j, tmp, sizeof(tmp), &fd);
+	pthread_join(s.thread, NULL);
+	zip_discard(s.z);
+	if (!st && s.st) {
+		*j->err = s.err;
+		st = s.st;
+	}
+	if (!st && !s.lost) {
+		*written = true;
+		return commit_temp(j, tmp, fd);
+	}
+	if (fd >= 0)
+		cp_write_discard(fd, tmp);
+	return st ? st : pay(j);
+}
+
+/* The repaired wheel, or the input copied when it needs nothing. */
+static cp_status write_wheel(struct job *j, const char *wheel)
+{
+	char tmp[4200];
+	int fd;
+	bool written = false;
+	cp_status st = CP_OK;
+
+	if (betting(j))
+		st = untouched(j) ? settle_here(j) : write_betting(j, &written);
+	if (st || written)
+		return st;
+	j->res->untouched = untouched(j);
+	if (j->res->untouched)
+		return cp_write_copy(wheel, j->res->out, 0644, !j->o->no_fsync, j->err);
+	st = write_temp(j, tmp, sizeof(tmp), &fd);
+	return st ? st : commit_temp(j, tmp, fd);
 }
 
 static void cleanup(struct job *j)
@@ -416,6 +568,8 @@ static void cleanup(struct job *j)
 		free(j->data[i]);
 	free(j->data);
 	free(j->len);
+	free(j->bet);
+	free(j->lost);
 	free(j->note);
 	free(j->note_name);
 	if (j->dir[0])
@@ -441,7 +595,8 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 		return cp_fail(err, CP_E_USAGE, "%s: output path too long", wheel);
 	/* every shared object is unpacked below, and checked against RECORD then */
 	st = cp_wheel_open_deferring(wheel, is_shared_object, &j.w, err);
-	if (!st && (!(j.data = calloc(j.w->n, sizeof(*j.data))) || !(j.len = calloc(j.w->n, sizeof(*j.len)))))
+	if (!st && (!(j.data = calloc(j.w->n, sizeof(*j.data))) || !(j.len = calloc(j.w->n, sizeof(*j.len))) ||
+		    !(j.bet = calloc(j.w->n, sizeof(*j.bet))) || !(j.lost = calloc(j.w->n, sizeof(*j.lost)))))
 		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
 	if (!st && (size_t)snprintf(j.dir, sizeof(j.dir), "%s/.cypatch-XXXXXX", o->outdir) < sizeof(j.dir) &&
 	    !mkdtemp(j.dir)) {
@@ -454,11 +609,8 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 		st = rewrite_sources(&j);
 	if (!st && o->relax_requires)
 		st = relax_metadata(&j);
-	res->untouched = !st && !res->npatched && !res->metadata_changed && !res->nsources;
-	if (!st && res->untouched)
-		st = cp_write_copy(wheel, res->out, 0644, !o->no_fsync, err);
-	else if (!st)
-		st = write_wheel(&j);
+	if (!st)
+		st = write_wheel(&j, wheel);
 	cleanup(&j);
 	return st;
 }

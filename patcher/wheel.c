@@ -118,10 +118,10 @@ typedef int (*member_sink)(void *ctx, const uint8_t *p, size_t n);
 
 /* Member i inflated in pieces: its SHA-256 as RECORD spells it, its size,
  * and every piece handed to sink. */
-static cp_status stream_member(struct cp_wheel *w, size_t i, member_sink sink, void *ctx, char *hash,
-			       uint64_t *size, cp_error *err)
+static cp_status stream_member(struct cp_wheel *w, zip_t *z, size_t i, member_sink sink, void *ctx,
+			       char *hash, uint64_t *size, cp_error *err)
 {
-	zip_file_t *f = zip_fopen_index(w->zip, i, 0);
+	zip_file_t *f = zip_fopen_index(z, i, 0);
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	uint8_t buf[65536], digest[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
@@ -151,7 +151,7 @@ static cp_status stream_member(struct cp_wheel *w, size_t i, member_sink sink, v
 
 static cp_status hash_member(struct cp_wheel *w, size_t i, char *hash, uint64_t *size, cp_error *err)
 {
-	return stream_member(w, i, NULL, NULL, hash, size, err);
+	return stream_member(w, w->zip, i, NULL, NULL, hash, size, err);
 }
 
 /* The hash and size read agree with member i's RECORD row. */
@@ -365,11 +365,12 @@ static int write_sink(void *ctx, const uint8_t *p, size_t n)
 
 /* Member i through sink, whole, and against RECORD where that was
  * deferred to this read. */
-static cp_status read_through(struct cp_wheel *w, size_t i, member_sink sink, void *ctx, cp_error *err)
+static cp_status read_through(struct cp_wheel *w, zip_t *z, size_t i, member_sink sink, void *ctx,
+			      cp_error *err)
 {
 	char hash[64];
 	uint64_t n;
-	cp_status st = stream_member(w, i, sink, ctx, hash, &n, err);
+	cp_status st = stream_member(w, z, i, sink, ctx, hash, &n, err);
 
 	if (!st && n != w->m[i].size)
 		st = bad(w, err, "a member cannot be read in full", w->m[i].name);
@@ -382,7 +383,7 @@ static cp_status read_through(struct cp_wheel *w, size_t i, member_sink sink, vo
 
 cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err)
 {
-	return read_through(w, i, write_sink, &fd, err);
+	return read_through(w, w->zip, i, write_sink, &fd, err);
 }
 
 /* A needle searched across the pieces: the tail of one piece is kept so
@@ -422,6 +423,12 @@ static int find_sink(void *ctx, const uint8_t *p, size_t len)
 
 cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bool *found, cp_error *err)
 {
+	return cp_wheel_contains_in(w, w->zip, i, needle, found, err);
+}
+
+cp_status cp_wheel_contains_in(struct cp_wheel *w, zip_t *z, size_t i, const char *needle, bool *found,
+			       cp_error *err)
+{
 	struct finder f;
 	cp_status st;
 
@@ -430,7 +437,41 @@ cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bo
 	f.n = strlen(needle);
 	if (f.n == 0 || f.n > sizeof(f.carry))
 		return cp_fail(err, CP_E_INTERNAL, "cp_wheel_contains: needle of %zu bytes", f.n);
-	st = read_through(w, i, find_sink, &f, err);
+	st = read_through(w, z, i, find_sink, &f, err);
 	*found = f.found;
 	return st;
+}
+
+cp_status cp_wheel_reader(struct cp_wheel *w, zip_t **z, cp_error *err)
+{
+	zip_error_t ze;
+	zip_source_t *src;
+
+	zip_error_init(&ze);
+	*z = NULL;
+	src = cp_zip_source_reader(w->fd, &ze);
+	if (src && !(*z = zip_open_from_source(src, ZIP_RDONLY, &ze)))
+		zip_source_free(src);
+	if (!*z)
+		cp_fail(err, CP_E_IO, "%s: cannot read it again: %s", w->path, zip_error_strerror(&ze));
+	zip_error_fini(&ze);
+	return *z ? CP_OK : err->code;
+}
+
+cp_status cp_wheel_head_contains(struct cp_wheel *w, size_t i, size_t n, const char *needle, bool *found,
+				 cp_error *err)
+{
+	zip_file_t *f = zip_fopen_index(w->zip, i, 0);
+	uint8_t *buf = malloc(n);
+	zip_int64_t got = -1;
+
+	*found = false;
+	if (f && buf)
+		got = zip_fread(f, buf, n);
+	if (got >= 0)
+		*found = memmem(buf, (size_t)got, needle, strlen(needle)) != NULL;
+	if (f)
+		zip_fclose(f);
+	free(buf);
+	return got < 0 ? bad(w, err, "a member cannot be read", w->m[i].name) : CP_OK;
 }

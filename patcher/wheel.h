@@ -63,6 +63,20 @@ cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err);
 /* Whether member i holds needle (at most 64 bytes), read in pieces and,
  * where that was deferred, compared with RECORD on the way. */
 cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bool *found, cp_error *err);
+
+/* A second reader of w's archive, for another thread (a libzip handle
+ * serves one thread); zip_discard it after use. */
+cp_status cp_wheel_reader(struct cp_wheel *w, zip_t **z, cp_error *err);
+
+/* cp_wheel_contains through z, a reader from cp_wheel_reader. Touches no
+ * state of w but member i's. */
+cp_status cp_wheel_contains_in(struct cp_wheel *w, zip_t *z, size_t i, const char *needle, bool *found,
+			       cp_error *err);
+
+/* Whether the first n bytes of member i hold needle; nothing is compared
+ * with RECORD (a guess, which the whole read must confirm). */
+cp_status cp_wheel_head_contains(struct cp_wheel *w, size_t i, size_t n, const char *needle, bool *found,
+				 cp_error *err);
 void cp_wheel_close(struct cp_wheel *w);
 
 /* The bytes of member i (at most its declared size). */

@@ -6,16 +6,18 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import stat
 import struct
 import subprocess
 import sys
+import sysconfig
 import zipfile
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST, cypatch, disk_waits
+from conftest import ENTRIES, MANIFEST, cypatch, disk_waits, show_json
 from test_imports import EXPECTED, RUN_ALL
 
 RMM = MANIFEST["real_wheels"]["rmm-cu12"]
@@ -351,3 +353,107 @@ def test_a_shared_object_is_unpacked_only_when_it_holds_pyinit(at, tmp_path):
         assert proc.returncode == 0 and "needs nothing" in proc.stdout, proc
     else:
         assert proc.returncode == 2 and "demo/lib.so" in proc.stderr and "not an ELF file" in proc.stderr, proc
+
+
+# --- large shared objects: read on a second thread while the wheel is written ---
+
+BET_BYTES = 64 << 20  # patcher/repair.c
+PROBE_BYTES = 1 << 20
+
+
+def bulk_object(tmp_path, nbytes):
+    """An object whose .nv_fatbin section (where nvcc puts device code)
+    holds nbytes of random data without the extension marker."""
+    data = tmp_path / "bulk.bin"
+    data.write_bytes(os.urandom(nbytes).replace(b"PyInit_", b"pyinit_"))
+    asm = tmp_path / "bulk.S"
+    asm.write_text('.section .nv_fatbin,"a"\n.incbin "%s"\n.section .note.GNU-stack,"",@progbits\n' % data)
+    subprocess.run(["cc", "-c", str(asm), "-o", str(tmp_path / "bulk.o")], check=True)
+    return str(tmp_path / "bulk.o")
+
+
+def many_symbols_object(tmp_path, n):
+    """An object exporting n data symbols: the extension's .dynsym grows past
+    the first MiB, and its "PyInit_" (in .dynstr, after it) with it."""
+    asm = tmp_path / "syms.S"
+    asm.write_text(".data\n" + "".join(".globl pad_%d\npad_%d: .byte 0\n" % (i, i) for i in range(n)) +
+                   '.section .note.GNU-stack,"",@progbits\n')
+    subprocess.run(["cc", "-c", str(asm), "-o", str(tmp_path / "syms.o")], check=True)
+    return str(tmp_path / "syms.o")
+
+
+def link_shared(objs, out):
+    subprocess.run(shlex.split(sysconfig.get_config_var("LDSHARED")) + objs + ["-o", out], check=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """A real library and a real extension, each over BET_BYTES: the
+    library holds no "PyInit_"; the extension holds it only past the first
+    MiB, where repair's first look does not reach."""
+    d = tmp_path_factory.mktemp("large")
+    e = next(e for e in ENTRIES if e["id"] == "3.1.8/bindings/cimports")
+    bulk = bulk_object(d, BET_BYTES + (1 << 20))
+    lib = link_shared([bulk], str(d / "libbulk.so"))
+    ext = link_shared([e["c"][:-2] + ".o", many_symbols_object(d, 60000), bulk],
+                      str(d / os.path.basename(e["so"])))
+    head = open(ext, "rb").read(PROBE_BYTES)
+    assert b"PyInit_" not in head and os.path.getsize(ext) > BET_BYTES  # the bet is placed, and lost
+    assert b"PyInit_" not in open(lib, "rb").read() and os.path.getsize(lib) > BET_BYTES
+    return e, lib, ext
+
+
+def outcomes(wheel):
+    doc = json.loads(zipfile.ZipFile(wheel).read("demo-1.0.dist-info/cypatch.json"))
+    return {x["path"]: x["outcome"] for x in doc["extensions"]}
+
+
+def test_a_large_library_is_copied_as_it_is_while_it_is_read(large, tmp_path):
+    e, lib, _ = large
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                       {"demo/__init__.py": b"", "demo/" + os.path.basename(e["so"]): open(e["so"], "rb").read(),
+                        "demo/lib/libbulk.so": open(lib, "rb").read()})
+    repair(wheel, tmp_path / "out", "legacy")
+    out = str(tmp_path / "out" / os.path.basename(wheel))
+    assert outcomes(out) == {"demo/" + os.path.basename(e["so"]): "patched", "demo/lib/libbulk.so": "not-an-extension"}
+    assert raw_members(out)["demo/lib/libbulk.so"] == raw_members(wheel)["demo/lib/libbulk.so"]
+    assert zipfile.ZipFile(out).testzip() is None
+    assert os.listdir(tmp_path / "out") == [os.path.basename(wheel)]
+
+
+def test_a_large_library_that_does_not_match_record_is_refused(large, tmp_path):
+    e, lib, _ = large
+    good = make_wheel(str(tmp_path / "good.whl"), {"demo/__init__.py": b"",
+                                                     "demo/" + os.path.basename(e["so"]): open(e["so"], "rb").read(),
+                                                     "demo/lib/libbulk.so": open(lib, "rb").read()})
+    wheel = str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl")
+    with zipfile.ZipFile(good) as z, zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as out:
+        for n in z.namelist():
+            data = z.read(n)
+            out.writestr(n, data[:-1] + b"\x01" if n == "demo/lib/libbulk.so" else data)
+    before = digest(wheel)
+    proc = repair(wheel, tmp_path / "out", "legacy", check=None)
+    assert proc.returncode == 2 and "RECORD does not match: demo/lib/libbulk.so" in proc.stderr, proc.stderr
+    assert os.listdir(tmp_path / "out") == [] and digest(wheel) == before
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_large_extension_that_hides_its_marker_is_patched_all_the_same(alone, large, tmp_path):
+    """Alone, the wheel would need nothing but for it, and the bet is
+    settled before anything is written; beside a small extension, the
+    archive is written while the bet is settled, then written again."""
+    e, _, ext = large
+    name = "demo/" + os.path.basename(ext)
+    files = {"demo/__init__.py": b"", name: open(ext, "rb").read()}
+    if not alone:
+        files["demo/small/" + os.path.basename(e["so"])] = open(e["so"], "rb").read()
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), files)
+    repair(wheel, tmp_path / "out", "legacy")
+    out = str(tmp_path / "out" / os.path.basename(wheel))
+    assert outcomes(out) == {n: "patched" for n in files if n.endswith(".so")}
+    (tmp_path / "x").mkdir()
+    patched = tmp_path / "x" / os.path.basename(ext)
+    patched.write_bytes(zipfile.ZipFile(out).read(name))
+    assert show_json(str(patched))["layouts"] == ["legacy"]
+    assert os.listdir(tmp_path / "out") == [os.path.basename(wheel)]
