@@ -5,7 +5,8 @@ usage: bench/run [--runs N] [--quick]
 Every figure is the median wall time of N runs (1 for auditwheel on the
 1 GB wheel) and the largest peak resident size (/usr/bin/time's %M) of
 those runs; the runs of cypatch and its peers interleave (run 1 of each,
-then run 2 of each...), so that the disk's drift hits all alike. Page
+then run 2 of each...), so that the disk's drift hits all alike, and a
+ratio is the median of the ratios of those rounds. Page
 cache warm (each input is read once first); outputs on the same file
 system as the inputs. Ratios are against the peer in the same run.
 --quick: the 10 MB and 100 MB sizes and the real inputs only.
@@ -60,7 +61,16 @@ def measure_each(cases, runs):
             t, rss = measure(cmd, 1, before=before)
             got[name][0].append(t)
             got[name][1].append(rss)
-    return {name: (statistics.median(t), max(rss)) for name, (t, rss) in got.items()}
+    return {name: (statistics.median(t), max(rss), t) for name, (t, rss) in got.items()}
+
+
+def ratio(r, a, b):
+    """a's time over b's: the median of the ratios of the rounds that ran
+    them side by side (measure_each), else the ratio of the medians."""
+    x, y = r[a], r[b]
+    if len(x) > 2 and len(y) > 2 and len(x[2]) == len(y[2]):
+        return statistics.median(p / q for p, q in zip(x[2], y[2]))
+    return x[0] / y[0]
 
 
 def remove(*paths):
@@ -198,10 +208,11 @@ def print_tables(files, wheels, imports, out):
     for r in files:
         mb = r["size"] / MB
         lg, fb = r["legacy_nofsync"], r["fallback_nofsync"]
+        lgn, fbn = "legacy_nofsync", "fallback_nofsync"
         w("| %s | %.1f | %s | %.0f | %.0f | %s | %s | %.0f | %s | %.0f | %.2f | %.1f | %s | %.0f | %.2f | %.1f |\n"
           % (r["label"], mb, fmt_s(r["show"][0]), mb / r["show"][0], r["show"][1], fmt_s(r["cp"][0]),
-             fmt_s(r["patchelf"][0]), r["patchelf"][1], fmt_s(lg[0]), lg[1], lg[0] / r["cp"][0],
-             r["patchelf"][0] / lg[0], fmt_s(fb[0]), fb[1], fb[0] / r["cp"][0], r["patchelf"][0] / fb[0]))
+             fmt_s(r["patchelf"][0]), r["patchelf"][1], fmt_s(lg[0]), lg[1], ratio(r, lgn, "cp"),
+             ratio(r, "patchelf", lgn), fmt_s(fb[0]), fb[1], ratio(r, fbn, "cp"), ratio(r, "patchelf", fbn)))
     w("\nDurable (the default: fsync before the rename), against cp followed by `sync FILE`:\n\n")
     w("| input | cp+fsync s | legacy s | legacy RSS | legacy/(cp+fsync) | fallback s | fallback RSS | "
       "fallback/(cp+fsync) |\n")
@@ -209,8 +220,8 @@ def print_tables(files, wheels, imports, out):
     for r in files:
         w("| %s | %s | %s | %.0f | %.2f | %s | %.0f | %.2f |\n"
           % (r["label"], fmt_s(r["cp_sync"][0]), fmt_s(r["legacy"][0]), r["legacy"][1],
-             r["legacy"][0] / r["cp_sync"][0], fmt_s(r["fallback"][0]), r["fallback"][1],
-             r["fallback"][0] / r["cp_sync"][0]))
+             ratio(r, "legacy", "cp_sync"), fmt_s(r["fallback"][0]), r["fallback"][1],
+             ratio(r, "fallback", "cp_sync")))
     w("\n### Where the time goes (median seconds per stage, `--timings`)\n\n")
     stages = ["load", "scan", "plan", "emit", "write", "check", "sync"]
     w("| input | mode | " + " | ".join(stages) + " |\n|" + "---|" * (len(stages) + 2) + "\n")
@@ -228,9 +239,9 @@ def print_tables(files, wheels, imports, out):
             w("| %s | %.1f | %s | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %.0f | %.1f |\n"
               % (r["label"], r["size"] / MB, fmt_s(r["cp"][0]), fmt_s(r["cp_sync"][0]),
                  fmt_s(r["repair_nofsync"][0]), fmt_s(r["repair"][0]), r["repair"][1],
-                 r["repair_nofsync"][0] / r["cp"][0], r["repair"][0] / r["cp_sync"][0],
+                 ratio(r, "repair_nofsync", "cp"), ratio(r, "repair", "cp_sync"),
                  fmt_s(r["repair_fallback"][0]), fmt_s(r["wheel"][0]), fmt_s(r["auditwheel"][0]),
-                 r["auditwheel"][1], r["auditwheel"][0] / r["repair"][0]))
+                 r["auditwheel"][1], ratio(r, "auditwheel", "repair")))
     if imports:
         w("\n### Import time of the %d-function extension (median ms of 15 interleaved runs, fresh "
           "interpreter; every variant calls all %d functions and must reach one provider)\n\n" % (NFUNCS, NFUNCS))
