@@ -272,8 +272,6 @@ cp_status cp_emit_write(const struct cp_delta *d, int fd, const char *target, bo
 			return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
 	if (cp_write_all_at(fd, d->tail, d->size - d->in_size, d->in_size))
 		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
-	/* the disk works while the check runs; the fsync before the rename waits */
-	if (sync)
-		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	cp_write_start_writeback(fd, sync); /* while the check runs */
 	return CP_OK;
 }

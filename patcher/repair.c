@@ -408,8 +408,8 @@ static cp_status write_temp(struct job *j, char *tmp, size_t tmpsz, int *fd)
 		st = cp_write_open(j->res->out, 0644, tmp, tmpsz, fd, j->err);
 	if (!st)
 		st = write_zip(j, *fd, tmp, rec, rec_len);
-	if (!st && !j->o->no_fsync)
-		sync_file_range(*fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* the disk works while the check reads */
+	if (!st)
+		cp_write_start_writeback(*fd, !j->o->no_fsync); /* while the check reads */
 	if (!st)
 		st = copied_members(j, &copied);
 	if (!st) {

@@ -251,10 +251,20 @@ cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *na
 	return open_wheel(path, NULL, NULL, defer, out, err);
 }
 
-/* w->path through libzip, read a MiB at a time (zip_source.h). */
+/* A libzip handle on fd, read a MiB at a time (zip_source.h); NULL with
+ * ze set on failure. */
+static zip_t *open_zip(int fd, int flags, zip_error_t *ze)
+{
+	zip_source_t *src = cp_zip_source_reader(fd, ze);
+	zip_t *z = src ? zip_open_from_source(src, flags, ze) : NULL;
+
+	if (src && !z)
+		zip_source_free(src);
+	return z;
+}
+
 static cp_status open_archive(struct cp_wheel *w, cp_error *err)
 {
-	zip_source_t *src = NULL;
 	zip_error_t ze;
 	cp_status st = CP_OK;
 
@@ -262,9 +272,7 @@ static cp_status open_archive(struct cp_wheel *w, cp_error *err)
 	w->fd = open(w->path, O_RDONLY | O_CLOEXEC);
 	if (w->fd < 0)
 		st = cp_fail(err, CP_E_INPUT, "%s: not a readable zip archive: %s", w->path, strerror(errno));
-	if (!st && (!(src = cp_zip_source_reader(w->fd, &ze)) ||
-		    !(w->zip = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze)))) {
-		zip_source_free(src);
+	if (!st && !(w->zip = open_zip(w->fd, ZIP_RDONLY | ZIP_CHECKCONS, &ze))) {
 		st = zip_error_code_zip(&ze) == ZIP_ER_EXISTS
 			     ? cp_fail(err, CP_E_INPUT, "%s: a member name appears twice (libzip: %s)", w->path,
 				       zip_error_strerror(&ze))
@@ -445,13 +453,9 @@ cp_status cp_wheel_contains_in(struct cp_wheel *w, zip_t *z, size_t i, const cha
 cp_status cp_wheel_reader(struct cp_wheel *w, zip_t **z, cp_error *err)
 {
 	zip_error_t ze;
-	zip_source_t *src;
 
 	zip_error_init(&ze);
-	*z = NULL;
-	src = cp_zip_source_reader(w->fd, &ze);
-	if (src && !(*z = zip_open_from_source(src, ZIP_RDONLY, &ze)))
-		zip_source_free(src);
+	*z = open_zip(w->fd, ZIP_RDONLY, &ze);
 	if (!*z)
 		cp_fail(err, CP_E_IO, "%s: cannot read it again: %s", w->path, zip_error_strerror(&ze));
 	zip_error_fini(&ze);

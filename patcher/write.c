@@ -72,6 +72,12 @@ cp_status cp_write_close(int fd, const char *tmp, const char *target, bool sync,
 	return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
 }
 
+void cp_write_start_writeback(int fd, bool sync)
+{
+	if (sync)
+		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 void cp_write_discard(int fd, const char *tmp)
 {
 	close(fd);

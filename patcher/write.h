@@ -34,6 +34,10 @@ cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz
  * power loss may leave the output empty: what cp and patchelf give. */
 cp_status cp_write_close(int fd, const char *tmp, const char *target, bool sync, cp_error *err);
 
+/* When sync, starts writing fd's dirty pages to disk and returns: the disk
+ * works while the caller checks the output; cp_write_close's fsync waits. */
+void cp_write_start_writeback(int fd, bool sync);
+
 /* Closes fd and removes tmp: the output is abandoned. */
 void cp_write_discard(int fd, const char *tmp);
 
