@@ -27,7 +27,7 @@ static void *copy_chunks(void *arg)
 
 	for (off = 0; off < ca->size && !atomic_load(&ca->stop); off += n) {
 		n = ca->size - off < CHUNK ? ca->size - off : CHUNK;
-		if (cp_write_copy_range(ca->in, ca->out, off, n)) {
+		if (cp_write_copy_range(ca->in, off, ca->out, off, n)) {
 			ca->error = errno ? errno : EIO;
 			break;
 		}

@@ -94,7 +94,7 @@ static cp_status copy_input(const cp_image *img, struct output *w, const char *t
 		r = cp_copy_ahead_finish(w->copy);
 		w->copy = NULL;
 	} else {
-		r = cp_write_copy_range(img->fd, w->fd, 0, img->size);
+		r = cp_write_copy_range(img->fd, 0, w->fd, 0, img->size);
 	}
 	return r ? cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno)) : CP_OK;
 }

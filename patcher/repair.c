@@ -1,20 +1,17 @@
 /*
- * repair.c - a wheel through cypatch (see repair.h).
+ * repair.c - a wheel through cypatch (see repair.h): what changes.
  *
  * Extensions are unpacked one at a time into a private directory beside
- * the output (the patcher maps files), patched there, and read back. The
- * new archive is written by libzip to a temporary file in the output
- * directory: unchanged members as their raw compressed bytes, changed ones
- * deflated; it is read back and checked as any input wheel would be (every
- * member against RECORD) before it is renamed into place.
+ * the output (the patcher maps files), patched there, and read back;
+ * sources and METADATA are rewritten in memory. Large libraries are bet
+ * not to be extensions and read on a second thread meanwhile. The archive
+ * is written by repair_write.c.
  */
-#include "repair.h"
+#include "repair_job.h"
 #include "error.h"
 #include "pysource.h"
 #include "requires.h"
 #include "wheel.h"
-#include "write.h"
-#include "zip_source.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,21 +25,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct job {
-	const struct cp_repair_opts *o;
-	const cp_rules *rules;
-	struct cp_wheel *w;
-	struct cp_repair_result *res;
-	cp_error *err;
-	char dir[4096];          /* private unpacking directory */
-	uint8_t **data;          /* per member: new bytes, or NULL to copy */
-	size_t *len;
-	uint8_t *note;           /* cypatch.json */
-	size_t note_len;
-	char *note_name;
-	bool *bet;               /* per member: bet not to be an extension (BET_BYTES) */
-	bool *lost;              /* per member: a bet lost, the member to patch */
-};
 
 /* A shared object this large whose first MiB holds no "PyInit_" is bet not
  * to be an extension: the whole read that settles it (RECORD, PyInit_)
@@ -112,15 +94,19 @@ static cp_status unpack(struct job *j, size_t i, const char *path)
 	return st;
 }
 
-/* Whether member i is bet on (BET_BYTES); never once the bets are settled. */
-static cp_status place_bet(struct job *j, size_t i, bool *bet)
+/* The bets placed (BET_BYTES): each large shared object's first MiB read. */
+static cp_status place_bets(struct job *j)
 {
-	bool head = true;
 	cp_status st = CP_OK;
+	size_t i;
 
-	if (j->w->m[i].size >= BET_BYTES && !j->lost[i])
-		st = cp_wheel_head_contains(j->w, i, PROBE_BYTES, "PyInit_", &head, j->err);
-	*bet = !st && !head;
+	for (i = 0; !st && i < j->w->n; i++) {
+		bool head = true;
+
+		if (is_extension(&j->w->m[i]) && j->w->m[i].size >= BET_BYTES)
+			st = cp_wheel_head_contains(j->w, i, PROBE_BYTES, "PyInit_", &head, j->err);
+		j->bet[i] = !st && !head;
+	}
 	return st;
 }
 
@@ -129,7 +115,7 @@ static cp_status patch_member(struct job *j, size_t i, struct cp_repair_member *
 	struct cp_patch_opts po;
 	char in[4200], out[4200];
 	bool module;
-	cp_status st = place_bet(j, i, &j->bet[i]);
+	cp_status st = CP_OK;
 
 	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_": a
 	 * shared object without them (a 1 GB libcudf) is read once, for
@@ -261,7 +247,7 @@ static const char *outcome_name(enum cp_patch_outcome o)
 }
 
 /* <dist-info>/cypatch.json: what was done, reproducibly (no time, no path). */
-static cp_status make_note(struct job *j)
+cp_status cp_repair_note(struct job *j)
 {
 	json_t *doc = json_object(), *files = json_array();
 	size_t i;
@@ -296,7 +282,7 @@ static cp_status make_note(struct job *j)
 }
 
 /* RECORD for the new members and the note. */
-static cp_status make_record(struct job *j, uint8_t **rec, size_t *rec_len)
+cp_status cp_repair_record(struct job *j, uint8_t **rec, size_t *rec_len)
 {
 	struct cp_record r; /* the input's stays: the settler reads it meanwhile */
 	cp_status st = cp_record_copy(&r, &j->w->record, j->err);
@@ -313,142 +299,10 @@ static cp_status make_record(struct job *j, uint8_t **rec, size_t *rec_len)
 	return st;
 }
 
-static cp_status zip_failed(struct job *j, zip_t *z, const char *what)
-{
-	return cp_fail(j->err, CP_E_IO, "%s: %s: %s", j->res->out, what, zip_strerror(z));
-}
-
-/* Adds member i (new bytes, or the raw compressed bytes of the input). */
-static cp_status add_member(struct job *j, zip_t *z, size_t i, const char *name, const uint8_t *data,
-			    size_t len)
-{
-	const struct cp_wheel_member *m = &j->w->m[i];
-	zip_source_t *src = data ? zip_source_buffer(z, data, len, 0)
-				 : zip_source_zip(z, j->w->zip, i, ZIP_FL_COMPRESSED, 0, -1);
-	zip_int64_t at;
-
-	if (!src)
-		return zip_failed(j, z, name);
-	at = zip_file_add(z, name, src, ZIP_FL_ENC_GUESS);
-	if (at < 0) {
-		zip_source_free(src);
-		return zip_failed(j, z, name);
-	}
-	/* level 6, zlib's default and what `wheel pack` writes; libzip's own
-	 * default is 9, three times slower on an extension for 0.1% */
-	if (zip_set_file_compression(z, (zip_uint64_t)at, data ? ZIP_CM_DEFLATE : m->comp_method,
-				     data ? 6 : 0) ||
-	    zip_file_set_mtime(z, (zip_uint64_t)at, m->mtime, 0) ||
-	    zip_file_set_external_attributes(z, (zip_uint64_t)at, 0, m->opsys, m->attr))
-		return zip_failed(j, z, name);
-	return CP_OK;
-}
-
-/* The archive into fd (tmp, empty), through a buffered source: libzip's
- * own writes 4 KiB at a time (zip_source.h). */
-static cp_status write_zip(struct job *j, int fd, const char *tmp, const uint8_t *rec, size_t rec_len)
-{
-	zip_error_t ze;
-	zip_source_t *src;
-	zip_t *z = NULL;
-	cp_status st = CP_OK;
-	size_t i;
-
-	zip_error_init(&ze);
-	src = cp_zip_source_writer(fd, &ze);
-	if (src && !(z = zip_open_from_source(src, ZIP_CREATE | ZIP_TRUNCATE, &ze)))
-		zip_source_free(src);
-	if (!z)
-		st = cp_fail(j->err, CP_E_IO, "%s: cannot create the archive: %s", tmp, zip_error_strerror(&ze));
-	zip_error_fini(&ze);
-	for (i = 0; z && !st && i < j->w->n; i++) {
-		if (i == j->w->record_at) {
-			st = add_member(j, z, i, j->note_name, j->note, j->note_len);
-			if (!st)
-				st = add_member(j, z, i, j->w->m[i].name, rec, rec_len);
-		} else {
-			st = add_member(j, z, i, j->w->m[i].name, j->data[i], j->len[i]);
-		}
-	}
-	if (z && !st && zip_close(z))
-		st = zip_failed(j, z, "writing the archive failed");
-	if (z && st)
-		zip_discard(z);
-	return st;
-}
-
-/* The members written as the input's compressed bytes (write_zip). */
-static cp_status copied_members(struct job *j, bool **copied)
-{
-	size_t i;
-
-	*copied = calloc(j->w->n, sizeof(**copied));
-	if (!*copied)
-		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
-	for (i = 0; i < j->w->n; i++)
-		(*copied)[i] = !j->data[i] && i != j->w->record_at;
-	return CP_OK;
-}
-
-/* The new archive in a temporary file (*fd, tmp), checked like any input
- * wheel: the members copied as compressed bytes against the input's, the
- * rest hashed against RECORD. Nothing is left behind on failure. */
-static cp_status write_temp(struct job *j, char *tmp, size_t tmpsz, int *fd)
-{
-	uint8_t *rec = NULL;
-	size_t rec_len = 0;
-	struct cp_wheel *check = NULL;
-	bool *copied = NULL;
-	cp_status st = make_note(j);
-
-	*fd = -1;
-	if (!st)
-		st = make_record(j, &rec, &rec_len);
-	if (!st)
-		st = cp_write_open(j->res->out, 0644, tmp, tmpsz, fd, j->err);
-	if (!st)
-		st = write_zip(j, *fd, tmp, rec, rec_len);
-	if (!st)
-		cp_write_start_writeback(*fd, !j->o->no_fsync); /* while the check reads */
-	if (!st)
-		st = copied_members(j, &copied);
-	if (!st) {
-		st = cp_wheel_open_copy(tmp, j->w, copied, &check, j->err);
-		if (st)
-			snprintf(j->err->msg, sizeof(j->err->msg), "%s: the repaired wheel failed its check",
-				 j->w->path);
-		cp_wheel_close(check);
-	}
-	if (st && *fd >= 0) {
-		cp_write_discard(*fd, tmp);
-		*fd = -1;
-	}
-	free(copied);
-	free(rec);
-	return st;
-}
-
-static cp_status commit_temp(struct job *j, const char *tmp, int fd)
-{
-	cp_status st = cp_write_close(fd, tmp, j->res->out, !j->o->no_fsync, j->err);
-
-	return st ? st : cp_write_commit(tmp, j->res->out, !j->o->no_fsync, j->err);
-}
-
-/* The bets settled on a second thread (BET_BYTES). */
-struct settler {
-	struct job *j;
-	zip_t *z;
-	pthread_t thread;
-	cp_error err;
-	cp_status st;
-	bool lost;
-};
-
 static void *settle(void *arg)
 {
-	struct settler *s = arg;
-	struct job *j = s->j;
+	struct job *j = arg;
+	struct settler *s = &j->s;
 	bool module;
 	size_t i;
 
@@ -472,109 +326,109 @@ static bool betting(const struct job *j)
 	return false;
 }
 
-/* The bets lost: those members read, unpacked and patched now. */
-static cp_status pay(struct job *j)
+/* The bets settled on a second thread, through its own libzip handle,
+ * while the extensions are patched and the archive written; with no second
+ * reader or thread, cp_repair_settle settles them itself. */
+static void start_settler(struct job *j)
+{
+	cp_error ignored;
+
+	if (!betting(j) || cp_wheel_reader(j->w, &j->s.z, &ignored))
+		return;
+	j->s.running = !pthread_create(&j->s.thread, NULL, settle, j);
+	if (!j->s.running) {
+		zip_discard(j->s.z);
+		j->s.z = NULL;
+	}
+}
+
+cp_status cp_repair_settle(struct job *j, bool *lost, cp_error *err)
+{
+	if (j->s.running) {
+		pthread_join(j->s.thread, NULL);
+		zip_discard(j->s.z);
+		j->s.z = NULL;
+		j->s.running = false;
+	} else if (betting(j)) {
+		j->s.z = j->w->zip;
+		settle(j);
+		j->s.z = NULL;
+	}
+	*lost = j->s.lost;
+	if (j->s.st)
+		*err = j->s.err;
+	return j->s.st;
+}
+
+cp_status cp_repair_pay(struct job *j)
 {
 	cp_status st = CP_OK;
 	size_t i, k;
 
 	for (i = 0; !st && i < j->w->n; i++) {
 		j->bet[i] = false;
+		/* a member's result slot, by name: once per lost bet */
 		for (k = 0; j->lost[i] && k < j->res->next; k++)
 			if (!strcmp(j->res->ext[k].path, j->w->m[i].name))
 				st = patch_member(j, i, &j->res->ext[k]);
+		j->lost[i] = false;
 	}
+	j->s.lost = false;
 	return st;
 }
 
-static bool untouched(const struct job *j)
+bool cp_repair_untouched(const struct job *j)
 {
 	return !j->res->npatched && !j->res->metadata_changed && !j->res->nsources;
 }
 
-/* The bets settled here, before anything is written. */
-static cp_status settle_here(struct job *j)
+bool cp_repair_is_extension(const struct cp_wheel_member *m)
 {
-	struct settler s;
-
-	memset(&s, 0, sizeof(s));
-	s.j = j;
-	s.z = j->w->zip;
-	settle(&s);
-	if (s.st) {
-		*j->err = s.err;
-		return s.st;
-	}
-	return pay(j);
-}
-
-/* The archive written while the settler reads what was bet on; renamed
- * into place (*written) only when every bet is won. */
-static cp_status write_betting(struct job *j, bool *written)
-{
-	struct settler s;
-	char tmp[4200];
-	int fd = -1;
-	cp_status st;
-
-	memset(&s, 0, sizeof(s));
-	s.j = j;
-	*written = false;
-	if (cp_wheel_reader(j->w, &s.z, j->err) || pthread_create(&s.thread, NULL, settle, &s)) {
-		if (s.z)
-			zip_discard(s.z);
-		return settle_here(j); /* no second reader or thread */
-	}
-	st = write_temp(j, tmp, sizeof(tmp), &fd);
-	pthread_join(s.thread, NULL);
-	zip_discard(s.z);
-	if (!st && s.st) {
-		*j->err = s.err;
-		st = s.st;
-	}
-	if (!st && !s.lost) {
-		*written = true;
-		return commit_temp(j, tmp, fd);
-	}
-	if (fd >= 0)
-		cp_write_discard(fd, tmp);
-	return st ? st : pay(j);
-}
-
-/* The repaired wheel, or the input copied when it needs nothing. */
-static cp_status write_wheel(struct job *j, const char *wheel)
-{
-	char tmp[4200];
-	int fd;
-	bool written = false;
-	cp_status st = CP_OK;
-
-	if (betting(j))
-		st = untouched(j) ? settle_here(j) : write_betting(j, &written);
-	if (st || written)
-		return st;
-	j->res->untouched = untouched(j);
-	if (j->res->untouched)
-		return cp_write_copy(wheel, j->res->out, 0644, !j->o->no_fsync, j->err);
-	st = write_temp(j, tmp, sizeof(tmp), &fd);
-	return st ? st : commit_temp(j, tmp, fd);
+	return is_extension(m);
 }
 
 static void cleanup(struct job *j)
 {
+	cp_error ignored;
 	size_t i;
+	bool lost;
 
+	cp_repair_drop_output(j);
+	if (j->s.running)
+		cp_repair_settle(j, &lost, &ignored);
 	for (i = 0; j->w && i < j->w->n; i++)
 		free(j->data[i]);
 	free(j->data);
 	free(j->len);
 	free(j->bet);
 	free(j->lost);
+	free(j->group);
 	free(j->note);
 	free(j->note_name);
+	cp_zip_layout_free(&j->in);
 	if (j->dir[0])
 		rmdir(j->dir);
 	cp_wheel_close(j->w);
+}
+
+static cp_status alloc_job(struct job *j)
+{
+	size_t n = j->w->n;
+
+	j->out.fd = -1;
+	j->data = calloc(n, sizeof(*j->data));
+	j->len = calloc(n, sizeof(*j->len));
+	j->bet = calloc(n, sizeof(*j->bet));
+	j->lost = calloc(n, sizeof(*j->lost));
+	j->group = calloc(n, sizeof(*j->group));
+	if (!j->data || !j->len || !j->bet || !j->lost || !j->group)
+		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s/.cypatch-XXXXXX", j->o->outdir) < sizeof(j->dir) &&
+	    !mkdtemp(j->dir)) {
+		j->dir[0] = '\0';
+		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->o->outdir, strerror(errno));
+	}
+	return CP_OK;
 }
 
 cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct cp_repair_opts *o,
@@ -590,27 +444,32 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 	j.rules = rules;
 	j.res = res;
 	j.err = err;
+	j.out.fd = -1;
 	snprintf(copy, sizeof(copy), "%s", wheel);
 	if ((size_t)snprintf(res->out, sizeof(res->out), "%s/%s", o->outdir, basename(copy)) >= sizeof(res->out))
 		return cp_fail(err, CP_E_USAGE, "%s: output path too long", wheel);
 	/* every shared object is unpacked below, and checked against RECORD then */
 	st = cp_wheel_open_deferring(wheel, is_shared_object, &j.w, err);
-	if (!st && (!(j.data = calloc(j.w->n, sizeof(*j.data))) || !(j.len = calloc(j.w->n, sizeof(*j.len))) ||
-		    !(j.bet = calloc(j.w->n, sizeof(*j.bet))) || !(j.lost = calloc(j.w->n, sizeof(*j.lost)))))
-		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
-	if (!st && (size_t)snprintf(j.dir, sizeof(j.dir), "%s/.cypatch-XXXXXX", o->outdir) < sizeof(j.dir) &&
-	    !mkdtemp(j.dir)) {
-		j.dir[0] = '\0';
-		st = cp_fail(err, CP_E_IO, "%s: cannot write there: %s", o->outdir, strerror(errno));
-	}
 	if (!st)
-		st = patch_extensions(&j);
+		st = alloc_job(&j);
+	if (!st)
+		st = cp_zip_layout_read(j.w->fd, j.w->path, &j.in, err);
+	if (!st && j.in.n != j.w->n)
+		st = cp_fail(err, CP_E_INPUT, "%s: the central directory and libzip disagree", wheel);
+	if (!st)
+		st = place_bets(&j);
 	if (!st && !o->keep_sources)
 		st = rewrite_sources(&j);
 	if (!st && o->relax_requires)
 		st = relax_metadata(&j);
+	if (!st) {
+		start_settler(&j);
+		st = cp_repair_start_output(&j);
+	}
 	if (!st)
-		st = write_wheel(&j, wheel);
+		st = patch_extensions(&j);
+	if (!st)
+		st = cp_repair_write(&j, wheel);
 	cleanup(&j);
 	return st;
 }

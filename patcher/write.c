@@ -146,15 +146,15 @@ static bool no_kernel_copy(int e)
 	return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF;
 }
 
-int cp_write_copy_range(int in, int out, uint64_t off, uint64_t n)
+int cp_write_copy_range(int in, uint64_t from, int out, uint64_t to, uint64_t n)
 {
-	loff_t at = (loff_t)off, to = (loff_t)off;
-	const loff_t end = (loff_t)(off + n);
+	loff_t at = (loff_t)from, put = (loff_t)to;
+	const loff_t end = (loff_t)(from + n);
 	uint8_t buf[1 << 16];
 	ssize_t k;
 
 	while (at < end) {
-		k = copy_file_range(in, &at, out, &to, (size_t)(end - at), 0);
+		k = copy_file_range(in, &at, out, &put, (size_t)(end - at), 0);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k == 0)
@@ -171,9 +171,10 @@ int cp_write_copy_range(int in, int out, uint64_t off, uint64_t n)
 			continue;
 		if (k <= 0)
 			return k == 0 ? (errno = EIO, -1) : -1;
-		if (cp_write_all_at(out, buf, (uint64_t)k, (uint64_t)at))
+		if (cp_write_all_at(out, buf, (uint64_t)k, (uint64_t)put))
 			return -1;
 		at += k;
+		put += k;
 	}
 	return 0;
 }
@@ -184,7 +185,7 @@ int cp_write_copy_fd(int in, int out)
 
 	if (fstat(in, &sb))
 		return -1;
-	return cp_write_copy_range(in, out, 0, (uint64_t)sb.st_size);
+	return cp_write_copy_range(in, 0, out, 0, (uint64_t)sb.st_size);
 }
 
 cp_status cp_write_copy(const char *src, const char *target, mode_t mode, bool sync, cp_error *err)

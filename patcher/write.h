@@ -14,11 +14,11 @@ int cp_write_all(int fd, const uint8_t *p, size_t n);
 /* pwrite(2) until all n bytes are at off, or it fails (-1, errno set). */
 int cp_write_all_at(int fd, const uint8_t *p, uint64_t n, uint64_t off);
 
-/* Bytes [off, off + n) of file `in` into `out` at the same offsets:
+/* Bytes [from, from + n) of file `in` into `out` at offset `to`:
  * copy_file_range, in the kernel (a reflink where the file system shares
  * extents), or read and written where the kernel cannot. 0, or -1 with
- * errno set (EIO when `in` ends before off + n). */
-int cp_write_copy_range(int in, int out, uint64_t off, uint64_t n);
+ * errno set (EIO when `in` ends before from + n). */
+int cp_write_copy_range(int in, uint64_t from, int out, uint64_t to, uint64_t n);
 
 /* The whole of file `in` into `out`, as cp_write_copy_range. */
 int cp_write_copy_fd(int in, int out);
