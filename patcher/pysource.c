@@ -15,6 +15,8 @@
 #include <string.h>
 
 #define MAXN 32
+/* the except line of a fallback block: found again by earlier_block */
+#define MARKER "except ImportError as _cypatch_e:  # cypatch: the other cuda-python layout"
 
 struct stmt {
 	bool from;                 /* from P import names; else import P as alias */
@@ -238,7 +240,7 @@ static void line(const cp_rules *r, const char *layout, const char *s, size_t n,
 		put(o, s + ind, n - ind);
 		puts_(o, "\n");
 		put(o, s, ind);
-		puts_(o, "except ImportError as _cypatch_e:  # cypatch: the other cuda-python layout\n");
+		puts_(o, MARKER "\n");
 		put(o, s, ind);
 		puts_(o, "    if _cypatch_e.name not in ");
 		names_tuple(&st, o);
@@ -265,17 +267,54 @@ static void line(const cp_rules *r, const char *layout, const char *s, size_t n,
 	c->rewritten++;
 }
 
+/* The line at p without its indent, its length in *n; the next line's
+ * start in *next. */
+static const char *stripped(const char *p, const char *end, size_t *n, const char **next)
+{
+	const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+	*next = eol ? eol + 1 : end;
+	while (p < *next && (*p == ' ' || *p == '\t'))
+		p++;
+	*n = (size_t)((eol ? eol : end) - p);
+	return p;
+}
+
+/* The length of the block an earlier fallback rewrite wrote at p (try:,
+ * the import, the marked except, its test, raise, the other import), or
+ * 0: kept as it is, so that repairing a repaired wheel changes nothing. */
+static size_t earlier_block(const char *p, const char *end)
+{
+	const char *q = p, *t;
+	size_t n;
+	int i;
+
+	for (i = 0; i < 6 && q < end; i++) {
+		t = stripped(q, end, &n, &q);
+		if ((i == 0 && (n != 4 || memcmp(t, "try:", 4))) ||
+		    (i == 2 && (n != strlen(MARKER) || memcmp(t, MARKER, n))))
+			return 0;
+	}
+	return i == 6 ? (size_t)(q - p) : 0;
+}
+
 cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules, const char *layout,
 			      char **out, size_t *outlen, struct cp_pysource_counts *c, cp_error *err)
 {
 	struct out o = { 0 };
 	const char *p = src, *end = src + len;
+	bool fallback = !strcmp(layout, "fallback");
 
 	memset(c, 0, sizeof(*c));
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((eol ? eol : end) - p);
+		size_t n = (size_t)((eol ? eol : end) - p), kept = fallback ? earlier_block(p, end) : 0;
 
+		if (kept) {
+			put(&o, p, kept);
+			p += kept;
+			continue;
+		}
 		line(rules, layout, p, n, &o, c);
 		if (eol)
 			put(&o, "\n", 1);

@@ -3,8 +3,8 @@
  *
  * The members go in three groups, each in the input's order: those that
  * cannot change (neither an extension still to patch nor a rewritten
- * source), then those that may, then the .dist-info, the note before
- * RECORD (last, as the wheel spec asks). The first group needs nothing the
+ * source), then those that may, then the .dist-info, ending with the note
+ * and RECORD (last, where installers and the wheel spec expect it). The first group needs nothing the
  * patching decides, so it is copied into the output on a second thread as
  * soon as the wheel is read: a 1 GB library is copied while the extensions
  * are patched. Unchanged members are copied as their bytes, in the kernel
@@ -94,17 +94,13 @@ static cp_status write_changed(struct job *j, int fd, const uint8_t *rec, size_t
 		st = cp_fail(j->err, CP_E_IO, "%s: cannot create the archive: %s", j->dir, zip_error_strerror(&ze));
 	zip_error_fini(&ze);
 	for (g = CP_GROUP_MAYBE; g <= CP_GROUP_DIST_INFO; g++)
-		for (i = 0; z && !st && i < j->w->n; i++) {
-			if (j->group[i] != g)
-				continue;
-			if (i == j->w->record_at) {
-				st = add_member(j, z, i, j->note_name, j->note, j->note_len);
-				if (!st)
-					st = add_member(j, z, i, j->w->m[i].name, rec, rec_len);
-			} else if (j->data[i]) {
+		for (i = 0; z && !st && i < j->w->n; i++)
+			if (j->group[i] == g && j->data[i] && i != j->w->record_at)
 				st = add_member(j, z, i, j->w->m[i].name, j->data[i], j->len[i]);
-			}
-		}
+	if (z && !st)
+		st = add_member(j, z, j->w->record_at, j->note_name, j->note, j->note_len);
+	if (z && !st)
+		st = add_member(j, z, j->w->record_at, j->w->m[j->w->record_at].name, rec, rec_len);
 	if (z && !st && zip_close(z))
 		st = zip_failed(j, z, "writing the archive failed");
 	if (z && st)
@@ -118,6 +114,13 @@ struct changed {
 	struct cp_zip_layout l;
 	size_t next;
 };
+
+/* Whether the input's member i gives way to a new one written last:
+ * RECORD, and the note an earlier repair left. */
+static bool replaced(const struct job *j, size_t i)
+{
+	return i == j->w->record_at || (j->note_name && !strcmp(j->w->m[i].name, j->note_name));
+}
 
 /* Span s of the archive fd appended, after checking that it is the member
  * `name` (libzip's index and the layout's agree). */
@@ -147,13 +150,9 @@ static cp_status add_group(struct job *j, enum cp_repair_group g, struct changed
 	for (i = 0; !st && i < j->w->n; i++) {
 		const char *name = j->w->m[i].name;
 
-		if (j->group[i] != g)
+		if (j->group[i] != g || replaced(j, i))
 			continue;
-		if (i == j->w->record_at) {
-			st = from_changed(j, c, j->note_name, err);
-			if (!st)
-				st = from_changed(j, c, name, err);
-		} else if (j->data[i]) {
+		if (j->data[i]) {
 			st = from_changed(j, c, name, err);
 		} else {
 			st = splice_member(j, j->w->fd, &j->in.m[i], name, err);
@@ -243,7 +242,7 @@ static cp_status copied_members(struct job *j, bool **copied)
 	if (!*copied)
 		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
 	for (i = 0; i < j->w->n; i++)
-		(*copied)[i] = !j->data[i] && i != j->w->record_at;
+		(*copied)[i] = !j->data[i] && !replaced(j, i);
 	return CP_OK;
 }
 
@@ -288,6 +287,10 @@ static cp_status write_temp(struct job *j)
 		st = add_group(j, CP_GROUP_MAYBE, &c, j->err);
 	if (!st)
 		st = add_group(j, CP_GROUP_DIST_INFO, &c, j->err);
+	if (!st)
+		st = from_changed(j, &c, j->note_name, j->err);
+	if (!st)
+		st = from_changed(j, &c, j->w->m[j->w->record_at].name, j->err);
 	if (!st && c.next != c.l.n)
 		st = cp_fail(j->err, CP_E_INTERNAL, "%s: a changed member was left out", j->w->path);
 	if (!st)

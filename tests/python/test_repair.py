@@ -336,6 +336,75 @@ def test_with_keep_sources_only_the_extensions_and_record_change(tmp_path):
     assert changed == patched | {"rmm_cu12-25.2.0.dist-info/RECORD"}
 
 
+class Unseekable(io.RawIOBase):
+    """A file zipfile cannot seek in: it writes each member with a data descriptor."""
+    def __init__(self, f):
+        self.f = f
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        return self.f.write(b)
+
+
+def rewritten(src, dst, style):
+    """src's members, in order, written again by zipfile: "zip64" with zip64 extra fields
+    (sizes and offsets) and zip64 end records, its limits lowered as CPython's own tests do;
+    "stream" with a data descriptor after each member."""
+    with zipfile.ZipFile(src) as z:
+        members = [(i, z.read(i)) for i in z.infolist()]
+    limits = zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT
+    with open(dst, "wb") as f:
+        try:
+            if style == "zip64":
+                zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = 1000, 5
+            with zipfile.ZipFile(f if style == "zip64" else Unseekable(f), "w", zipfile.ZIP_DEFLATED) as z:
+                for info, data in members:
+                    z.writestr(zipfile.ZipInfo(info.filename, info.date_time), data, zipfile.ZIP_DEFLATED)
+        finally:
+            zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = limits
+    return dst
+
+
+@pytest.mark.parametrize("style", ["zip64", "stream"])
+def test_zip64_fields_and_data_descriptors_survive_and_the_order_is_kept(style, tmp_path):
+    os.makedirs(tmp_path / "in")
+    wheel = rewritten(corpus_wheel(tmp_path, "bindings"), str(tmp_path / "in" / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                      style)
+    raw = open(wheel, "rb").read()
+    assert (b"PK\x06\x06" in raw) == (style == "zip64")  # zip64 end record
+    assert all(bool(i.flag_bits & 8) == (style == "stream") for i in zipfile.ZipFile(wheel).infolist())
+    proc = repair(wheel, tmp_path / "out", "fallback")
+    assert "4 of 4 extensions patched" in proc.stdout
+    out = str(tmp_path / "out" / os.path.basename(wheel))
+    z = zipfile.ZipFile(out)
+    assert z.testzip() is None
+    before, after = raw_members(wheel), raw_members(out)
+    dist = "demo-1.0.dist-info/"
+    changed = {n for n in before if n.endswith(".so")} | {"demo/api.py", dist + "RECORD"}
+    assert {n for n in before if after[n] != before[n]} == changed
+    names = [n for n in before]  # the input's order
+    assert z.namelist() == ([n for n in names if not n.startswith(dist) and n not in changed] +
+                            [n for n in names if not n.startswith(dist) and n in changed] +
+                            [n for n in names if n.startswith(dist) and not n.endswith("/RECORD")] +
+                            [dist + "cypatch.json", dist + "RECORD"])
+    rows = {r[0]: r[1:] for r in csv.reader(io.StringIO(z.read(dist + "RECORD").decode()))}
+    for name in z.namelist():
+        if name != dist + "RECORD":
+            assert rows[name] == [record_hash(z.read(name)), str(len(z.read(name)))], name
+    # libzip, with its consistency checks, reads the output too; a second fallback repair
+    # changes nothing (sources included), a legacy one replaces the note
+    again = repair(out, tmp_path / "again", "fallback")
+    assert "needs nothing" in again.stdout
+    legacy = repair(out, tmp_path / "legacy", "legacy")
+    assert "2 of 4 extensions patched" in legacy.stdout  # the other two keep their fallback stubs
+    z = zipfile.ZipFile(str(tmp_path / "legacy" / os.path.basename(wheel)))
+    assert z.testzip() is None and z.namelist()[-2:] == [dist + "cypatch.json", dist + "RECORD"]
+    assert z.namelist().count(dist + "cypatch.json") == 1
+    assert json.loads(z.read(dist + "cypatch.json"))["target_layout"] == "legacy"
+
+
 @pytest.mark.parametrize("at", [0, 65536 - 3, 3 * 65536 - 7, None])
 def test_a_shared_object_is_unpacked_only_when_it_holds_pyinit(at, tmp_path):
     """repair reads each shared object once for RECORD and looks for
