@@ -150,7 +150,9 @@ static cp_status add_group(struct job *j, enum cp_repair_group g, struct changed
 	for (i = 0; !st && i < j->w->n; i++) {
 		const char *name = j->w->m[i].name;
 
-		if (j->group[i] != g || replaced(j, i))
+		/* only .dist-info members give way; the first group, copied
+		 * on the other thread, must not read the note's name */
+		if (j->group[i] != g || (g == CP_GROUP_DIST_INFO && replaced(j, i)))
 			continue;
 		if (j->data[i]) {
 			st = from_changed(j, c, name, err);

@@ -6,6 +6,7 @@
  */
 #include "zip_layout.h"
 #include "error.h"
+#include "zip_bytes.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -28,39 +29,6 @@
 #define U32_MAX 0xffffffffu
 /* 100,000 members with long names need a few MiB. */
 #define MAX_CD (256ull << 20)
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static void put16(uint8_t *p, uint64_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint64_t v)
-{
-	put16(p, v);
-	put16(p + 2, v >> 16);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v);
-	put32(p + 4, v >> 32);
-}
 
 static int read_at(int fd, uint8_t *buf, size_t n, uint64_t off)
 {
@@ -89,11 +57,11 @@ static const uint8_t *zip64_field(const uint8_t *x, size_t xlen, size_t *n)
 	size_t at = 0;
 
 	while (at + 4 <= xlen) {
-		size_t size = get16(x + at + 2);
+		size_t size = cp_get16(x + at + 2);
 
 		if (at + 4 + size > xlen)
 			return NULL;
-		if (get16(x + at) == ZIP64_ID) {
+		if (cp_get16(x + at) == ZIP64_ID) {
 			*n = size;
 			return x + at + 4;
 		}
@@ -113,28 +81,28 @@ struct record_values {
 static bool record_values(const uint8_t *r, struct record_values *v)
 {
 	size_t zlen = 0, at = 0;
-	const uint8_t *z = zip64_field(r + CDR_LEN + get16(r + 28), get16(r + 30), &zlen);
+	const uint8_t *z = zip64_field(r + CDR_LEN + cp_get16(r + 28), cp_get16(r + 30), &zlen);
 	uint64_t *wide[3] = { &v->usize, &v->csize, &v->off };
 	int k;
 
-	v->usize = get32(r + 24);
-	v->csize = get32(r + 20);
-	v->off = get32(r + 42);
-	v->disk = get16(r + 34);
+	v->usize = cp_get32(r + 24);
+	v->csize = cp_get32(r + 20);
+	v->off = cp_get32(r + 42);
+	v->disk = cp_get16(r + 34);
 	for (k = 0; k < 3; k++) {
 		v->in64[k] = *wide[k] == U32_MAX;
 		if (!v->in64[k])
 			continue;
 		if (!z || at + 8 > zlen)
 			return false;
-		*wide[k] = get64(z + at);
+		*wide[k] = cp_get64(z + at);
 		at += 8;
 	}
 	v->in64[3] = v->disk == 0xffff;
 	if (v->in64[3]) {
 		if (!z || at + 4 > zlen)
 			return false;
-		v->disk = get32(z + at);
+		v->disk = cp_get32(z + at);
 	}
 	return v->disk == 0;
 }
@@ -154,7 +122,7 @@ static cp_status find_end(int fd, const char *path, uint64_t size, uint64_t *at,
 		st = bad(err, path, "no end of central directory");
 	/* the last signature whose comment reaches the end of the file */
 	for (p = n - EOCD_LEN; !st; p--) {
-		if (get32(tail + p) == EOCD_SIG && p + EOCD_LEN + get16(tail + p + 20) == n) {
+		if (cp_get32(tail + p) == EOCD_SIG && p + EOCD_LEN + cp_get16(tail + p + 20) == n) {
 			*at = size - n + p;
 			memcpy(end, tail + p, EOCD_LEN);
 			break;
@@ -180,22 +148,22 @@ static cp_status find_directory(int fd, const char *path, struct cp_zip_layout *
 	st = find_end(fd, path, (uint64_t)sb.st_size, &at, end, err);
 	if (st)
 		return st;
-	*entries = get16(end + 10);
-	l->cd_size = get32(end + 12);
-	l->cd_off = get32(end + 16);
+	*entries = cp_get16(end + 10);
+	l->cd_size = cp_get32(end + 12);
+	l->cd_off = cp_get32(end + 16);
 	limit = at;
-	if (at >= LOC64_LEN && !read_at(fd, loc, LOC64_LEN, at - LOC64_LEN) && get32(loc) == LOC64_SIG) {
-		uint64_t z = get64(loc + 8);
+	if (at >= LOC64_LEN && !read_at(fd, loc, LOC64_LEN, at - LOC64_LEN) && cp_get32(loc) == LOC64_SIG) {
+		uint64_t z = cp_get64(loc + 8);
 
-		if (get32(loc + 4) || get32(loc + 16) != 1 || z > at - LOC64_LEN ||
-		    at - LOC64_LEN - z < EOCD64_LEN || read_at(fd, e64, EOCD64_LEN, z) || get32(e64) != EOCD64_SIG ||
-		    get32(e64 + 16) || get32(e64 + 20))
+		if (cp_get32(loc + 4) || cp_get32(loc + 16) != 1 || z > at - LOC64_LEN ||
+		    at - LOC64_LEN - z < EOCD64_LEN || read_at(fd, e64, EOCD64_LEN, z) || cp_get32(e64) != EOCD64_SIG ||
+		    cp_get32(e64 + 16) || cp_get32(e64 + 20))
 			return bad(err, path, "a broken zip64 end of central directory");
-		*entries = get64(e64 + 32);
-		l->cd_size = get64(e64 + 40);
-		l->cd_off = get64(e64 + 48);
+		*entries = cp_get64(e64 + 32);
+		l->cd_size = cp_get64(e64 + 40);
+		l->cd_off = cp_get64(e64 + 48);
 		limit = z;
-	} else if (get16(end + 4) || get16(end + 6)) {
+	} else if (cp_get16(end + 4) || cp_get16(end + 6)) {
 		return bad(err, path, "an archive of several disks");
 	}
 	if (l->cd_off > limit || l->cd_size > limit - l->cd_off)
@@ -222,10 +190,10 @@ static cp_status read_records(int fd, const char *path, struct cp_zip_layout *l,
 		struct cp_zip_span *s = &l->m[i];
 		struct record_values v;
 
-		if (l->cd_size - at < CDR_LEN || get32(r) != CDR_SIG)
+		if (l->cd_size - at < CDR_LEN || cp_get32(r) != CDR_SIG)
 			return bad(err, path, "a broken central directory record");
 		s->cd = r;
-		s->cd_len = CDR_LEN + (size_t)get16(r + 28) + get16(r + 30) + get16(r + 32);
+		s->cd_len = CDR_LEN + (size_t)cp_get16(r + 28) + cp_get16(r + 30) + cp_get16(r + 32);
 		if (s->cd_len > l->cd_size - at)
 			return bad(err, path, "a broken central directory record");
 		if (!record_values(r, &v))
@@ -269,9 +237,9 @@ static cp_status measure(int fd, const char *path, struct cp_zip_layout *l, cp_e
 		s->len = next - s->off;
 		if (!s->len)
 			st = bad(err, path, "two members share their bytes");
-		else if (s->len < LFH_LEN || read_at(fd, h, LFH_LEN, s->off) || get32(h) != LFH_SIG)
+		else if (s->len < LFH_LEN || read_at(fd, h, LFH_LEN, s->off) || cp_get32(h) != LFH_SIG)
 			st = bad(err, path, "no local header where the central directory puts one");
-		else if (head = LFH_LEN + (uint64_t)get16(h + 26) + get16(h + 28),
+		else if (head = LFH_LEN + (uint64_t)cp_get16(h + 26) + cp_get16(h + 28),
 			 head > s->len || s->comp_size > s->len - head)
 			st = bad(err, path, "a member's data runs into the next member");
 	}
@@ -297,7 +265,7 @@ cp_status cp_zip_layout_read(int fd, const char *path, struct cp_zip_layout *l, 
 
 bool cp_zip_span_named(const struct cp_zip_span *s, const char *name)
 {
-	size_t n = get16(s->cd + 28);
+	size_t n = cp_get16(s->cd + 28);
 
 	return strlen(name) == n && !memcmp(s->cd + CDR_LEN, name, n);
 }
@@ -306,40 +274,40 @@ bool cp_zip_span_named(const struct cp_zip_span *s, const char *name)
  * zip64 field first, then the other extra fields as they were. */
 static size_t rebuild(const uint8_t *r, const struct record_values *v, uint64_t off, bool wide, uint8_t *out)
 {
-	size_t nlen = get16(r + 28), xlen = get16(r + 30), clen = get16(r + 32), o = CDR_LEN + nlen, z = 0, at;
+	size_t nlen = cp_get16(r + 28), xlen = cp_get16(r + 30), clen = cp_get16(r + 32), o = CDR_LEN + nlen, z = 0, at;
 	const uint8_t *x = r + CDR_LEN + nlen;
 	uint8_t f[28];
 
 	if (v->in64[0])
-		put64(f + z, v->usize), z += 8;
+		cp_put64(f + z, v->usize), z += 8;
 	if (v->in64[1])
-		put64(f + z, v->csize), z += 8;
+		cp_put64(f + z, v->csize), z += 8;
 	if (wide)
-		put64(f + z, off), z += 8;
+		cp_put64(f + z, off), z += 8;
 	if (v->in64[3])
-		put32(f + z, v->disk), z += 4;
+		cp_put32(f + z, v->disk), z += 4;
 	memcpy(out, r, o);
 	if (z) {
-		put16(out + o, ZIP64_ID);
-		put16(out + o + 2, z);
+		cp_put16(out + o, ZIP64_ID);
+		cp_put16(out + o + 2, z);
 		memcpy(out + o + 4, f, z);
 		o += 4 + z;
 	}
-	for (at = 0; at + 4 <= xlen; at += 4 + (size_t)get16(x + at + 2)) {
-		size_t size = 4 + (size_t)get16(x + at + 2);
+	for (at = 0; at + 4 <= xlen; at += 4 + (size_t)cp_get16(x + at + 2)) {
+		size_t size = 4 + (size_t)cp_get16(x + at + 2);
 
-		if (get16(x + at) == ZIP64_ID || at + size > xlen)
+		if (cp_get16(x + at) == ZIP64_ID || at + size > xlen)
 			continue;
 		memcpy(out + o, x + at, size);
 		o += size;
 	}
 	if (o - CDR_LEN - nlen > 0xffff)
 		return 0;
-	put16(out + 30, o - CDR_LEN - nlen);
+	cp_put16(out + 30, o - CDR_LEN - nlen);
 	memcpy(out + o, x + xlen, clen);
-	put32(out + 42, wide ? U32_MAX : off);
-	if (wide && get16(out + 6) < 45)
-		put16(out + 6, 45); /* version needed: zip64 */
+	cp_put32(out + 42, wide ? U32_MAX : off);
+	if (wide && cp_get16(out + 6) < 45)
+		cp_put16(out + 6, 45); /* version needed: zip64 */
 	return o + clen;
 }
 
@@ -357,11 +325,11 @@ size_t cp_zip_record_moved(const struct cp_zip_span *s, uint64_t off, uint64_t z
 		return rebuild(r, &v, off, wide, out);
 	memcpy(out, r, s->cd_len);
 	if (!wide) {
-		put32(out + 42, off);
+		cp_put32(out + 42, off);
 		return s->cd_len;
 	}
-	z = zip64_field(r + CDR_LEN + get16(r + 28), get16(r + 30), &zlen);
-	put64(out + (z - r) + 8 * (v.in64[0] + v.in64[1]), off);
+	z = zip64_field(r + CDR_LEN + cp_get16(r + 28), cp_get16(r + 30), &zlen);
+	cp_put64(out + (z - r) + 8 * (v.in64[0] + v.in64[1]), off);
 	return s->cd_len;
 }
 

@@ -5,6 +5,7 @@
 #include "zip_splice.h"
 #include "error.h"
 #include "write.h"
+#include "zip_bytes.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -32,14 +33,6 @@ struct cp_zip_splice {
 	uint64_t n;
 	atomic_bool stop;
 };
-
-static void put(uint8_t *p, uint64_t v, int bytes)
-{
-	int i;
-
-	for (i = 0; i < bytes; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 static cp_status failed(cp_zip_splice *z, cp_error *err)
 {
@@ -116,27 +109,27 @@ static size_t end_records(const cp_zip_splice *z, uint8_t *e)
 	size_t o = 0;
 
 	if (wide) {
-		put(e, EOCD64_SIG, 4);
-		put(e + 4, EOCD64_LEN - 12, 8);
-		put(e + 12, 45, 2); /* made by, needed: 4.5 */
-		put(e + 14, 45, 2);
-		put(e + 16, 0, 8);  /* this disk, the directory's disk */
-		put(e + 24, z->n, 8);
-		put(e + 32, z->n, 8);
-		put(e + 40, cd_size, 8);
-		put(e + 48, cd_off, 8);
-		put(e + 56, LOC64_SIG, 4);
-		put(e + 60, 0, 4);
-		put(e + 64, cd_off + cd_size, 8);
-		put(e + 72, 1, 4);
+		cp_put32(e, EOCD64_SIG);
+		cp_put64(e + 4, EOCD64_LEN - 12);
+		cp_put16(e + 12, 45); /* made by, needed: 4.5 */
+		cp_put16(e + 14, 45);
+		cp_put64(e + 16, 0);  /* this disk, the directory's disk */
+		cp_put64(e + 24, z->n);
+		cp_put64(e + 32, z->n);
+		cp_put64(e + 40, cd_size);
+		cp_put64(e + 48, cd_off);
+		cp_put32(e + 56, LOC64_SIG);
+		cp_put32(e + 60, 0);
+		cp_put64(e + 64, cd_off + cd_size);
+		cp_put32(e + 72, 1);
 		o = EOCD64_LEN + LOC64_LEN;
 	}
 	memset(e + o, 0, EOCD_LEN);
-	put(e + o, EOCD_SIG, 4);
-	put(e + o + 8, z->n < 0xffff ? z->n : 0xffff, 2);
-	put(e + o + 10, z->n < 0xffff ? z->n : 0xffff, 2);
-	put(e + o + 12, cd_size < 0xffffffffu ? cd_size : 0xffffffffu, 4);
-	put(e + o + 16, wide ? 0xffffffffu : cd_off, 4);
+	cp_put32(e + o, EOCD_SIG);
+	cp_put16(e + o + 8, z->n < 0xffff ? z->n : 0xffff);
+	cp_put16(e + o + 10, z->n < 0xffff ? z->n : 0xffff);
+	cp_put32(e + o + 12, cd_size < 0xffffffffu ? cd_size : 0xffffffffu);
+	cp_put32(e + o + 16, wide ? 0xffffffffu : cd_off);
 	return o + EOCD_LEN;
 }
 
