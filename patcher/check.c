@@ -151,25 +151,39 @@ static cp_status holds_delta(const cp_image *out, const struct cp_delta *d, cons
 	return CP_OK;
 }
 
-/* Sections of the output that the string scan may skip: the same bytes as
- * a section of the input (same place, no run over them) in which the
- * input's scan found no needle. On a 1 GiB module whose bulk is one data
- * section, this is what keeps the check's cost with the edit. */
-static bool *quiet_sections(const cp_image *in, const cp_scan *in_scan, const cp_image *out,
-			    const struct cp_delta *d)
+/* What the check's scan may pass over: a window of an output section
+ * that sits where the input's did, with the same bytes, in which the
+ * input's scan found no needle beginning, and which no run of the delta
+ * reaches (a needle that begins in it may run CP_NEEDLE_MAX bytes past it).
+ * A needle in the output either lies in unchanged bytes, where the input's
+ * scan found it, or touches a run; so on a 1 GiB module whose bulk is one
+ * data section, the check searches the windows the edit touched. */
+struct unchanged {
+	const cp_image *in, *out;
+	const cp_scan *in_scan;
+	const struct cp_delta *d;
+};
+
+static bool unchanged_window(const void *ctx, size_t i, uint64_t from, uint64_t to)
 {
-	bool *q = calloc(out->nsec ? out->nsec : 1, sizeof(*q));
-	size_t i, k;
+	const struct unchanged *u = ctx;
+	const struct cp_section *a, *b;
+	uint64_t lo, hi;
+	size_t k;
 
-	for (i = 0; q && i < out->nsec && i < in->nsec; i++) {
-		const struct cp_section *a = &in->sec[i], *b = &out->sec[i];
-
-		q[i] = in_scan->needle_hits[i] == 0 && a->offset == b->offset && a->size == b->size &&
-		       a->type == b->type && a->flags == b->flags && b->offset + b->size <= d->in_size;
-		for (k = 0; q[i] && k < d->nrun; k++)
-			q[i] = d->run[k].off + d->run[k].len <= b->offset || d->run[k].off >= b->offset + b->size;
-	}
-	return q;
+	if (i >= u->in->nsec || i >= u->out->nsec)
+		return false;
+	a = &u->in->sec[i];
+	b = &u->out->sec[i];
+	if (a->offset != b->offset || a->size != b->size || a->type != b->type || a->flags != b->flags ||
+	    b->offset + b->size > u->d->in_size || cp_scan_window_hit(u->in_scan, i, from))
+		return false;
+	lo = b->offset + from;
+	hi = b->offset + to + CP_NEEDLE_MAX;
+	for (k = 0; k < u->d->nrun; k++)
+		if (u->d->run[k].off < hi && u->d->run[k].off + u->d->run[k].len > lo)
+			return false;
+	return true;
 }
 
 cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_plan *plan,
@@ -177,7 +191,8 @@ cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_p
 {
 	cp_image *img = NULL;
 	cp_scan *scan = NULL;
-	bool *quiet = NULL;
+	struct unchanged u = { in, NULL, in_scan, d };
+	struct cp_scan_skip skip = { unchanged_window, &u };
 	cp_status st = runs_planned(in, plan, d, in->path, err);
 
 	if (!st)
@@ -186,10 +201,9 @@ cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_p
 		st = holds_delta(img, d, in->path, err);
 	if (!st)
 		st = operands_decode(img, plan, err);
-	if (!st && !(quiet = quiet_sections(in, in_scan, img, d)))
-		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", in->path);
+	u.out = img;
 	if (!st)
-		st = cp_scan_run_quiet(img, in_scan->rules, quiet, &scan, err);
+		st = cp_scan_run_skipping(img, in_scan->rules, &skip, &scan, err);
 	if (!st && plan->target >= 0)
 		st = no_other_layout(scan, plan->target, in->path, err);
 	if (!st && plan->target < 0 && !scan->fallback)
@@ -197,7 +211,6 @@ cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_p
 	if (!st)
 		st = counterparts(in_scan, scan, in->path, err);
 	cp_scan_free(scan);
-	free(quiet);
 	cp_image_close(img);
 	return st;
 }

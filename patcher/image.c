@@ -3,6 +3,7 @@
  */
 #include "image.h"
 #include "error.h"
+#include "find.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -115,7 +116,7 @@ const uint8_t *cp_image_search(const cp_image *img, const struct cp_section *sec
 	for (; from < sec->size; from = to) {
 		to = sec->size - from > window ? from + window : sec->size;
 		/* a match may start in this window and end in the next */
-		hit = memmem(d + from, (to + n - 1 < sec->size ? to + n - 1 : sec->size) - from, needle, n);
+		hit = cp_find_first(d + from, (to + n - 1 < sec->size ? to + n - 1 : sec->size) - from, needle, n);
 		if (hit)
 			return hit;
 		if (sec->size > window)

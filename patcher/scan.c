@@ -223,25 +223,57 @@ bool cp_scan_is_module(const cp_image *img)
 
 cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
 {
-	return cp_scan_run_quiet(img, rules, NULL, out, err);
+	return cp_scan_run_skipping(img, rules, NULL, out, err);
 }
 
-cp_status cp_scan_run_quiet(const cp_image *img, const cp_rules *rules, const bool *quiet,
-			    cp_scan **out, cp_error *err)
+/* One entry per search window of each section, all false. */
+static bool alloc_windows(cp_scan *s, const cp_image *img)
+{
+	size_t i, n = 0;
+
+	s->window_at = calloc(img->nsec + 1, sizeof(*s->window_at));
+	if (!s->window_at)
+		return false;
+	for (i = 0; i < img->nsec; i++) {
+		s->window_at[i] = n;
+		n += (size_t)((img->sec[i].size + CP_SEARCH_WINDOW - 1) / CP_SEARCH_WINDOW);
+	}
+	s->window_at[img->nsec] = n;
+	s->nwindow_sec = img->nsec;
+	s->window_hit = malloc(n ? n : 1);
+	if (!s->window_hit)
+		return false;
+	memset(s->window_hit, true, n); /* until searched and found empty */
+	return true;
+}
+
+bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from)
+{
+	size_t k;
+
+	if (sec >= s->nwindow_sec)
+		return true;
+	k = s->window_at[sec] + (size_t)(from / CP_SEARCH_WINDOW);
+	return k >= s->window_at[sec + 1] || s->window_hit[k];
+}
+
+cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
+			       cp_scan **out, cp_error *err)
 {
 	cp_scan *s = calloc(1, sizeof(*s));
 	cp_status st;
 	size_t i;
 
 	*out = NULL;
-	if (!s || !(s->path = strdup(img->path)) ||
-	    !(s->needle_hits = calloc(img->nsec ? img->nsec : 1, sizeof(*s->needle_hits)))) {
-		if (s)
+	if (!s || !(s->path = strdup(img->path)) || !alloc_windows(s, img)) {
+		if (s) {
 			free(s->path);
+			free(s->window_at);
+		}
 		free(s);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	}
-	s->quiet = quiet;
+	s->skip = skip;
 	s->img = img;
 	s->rules = rules;
 	s->arch = "x86-64";
@@ -291,7 +323,8 @@ void cp_scan_free(cp_scan *s)
 
 	if (!s)
 		return;
-	free(s->needle_hits);
+	free(s->window_hit);
+	free(s->window_at);
 	for (i = 0; i < s->nrefs; i++) {
 		struct cp_ref *r = &s->refs[i];
 

@@ -158,15 +158,33 @@ struct cp_scan {
 	unsigned layouts_seen;   /* bit per layout */
 	bool fallback;           /* fallback stubs injected by cypatch */
 	char fallback_layout[2][32]; /* built against, accepted besides */
-	uint32_t *needle_hits;   /* per section: needles found, before any filter */
-	const bool *quiet;       /* per section: known to hold no needle (or NULL) */
+	/* per section, per CP_SEARCH_WINDOW of it: whether a needle begins
+	 * there (before any filter); section i's first at window_at[i] */
+	bool *window_hit;
+	size_t *window_at;       /* nwindow_sec + 1 entries */
+	size_t nwindow_sec;
+	const struct cp_scan_skip *skip; /* windows the string search passes over, or NULL */
 };
 
-/* As cp_scan_run, but the string scan skips the sections marked quiet:
- * the check passes those of the output that are byte for byte a section of
- * the input where no needle was found (check.c). */
-cp_status cp_scan_run_quiet(const cp_image *img, const cp_rules *rules, const bool *quiet,
-			    cp_scan **out, cp_error *err);
+/* The longest needle, in bytes with its NUL: how far a needle that
+ * begins in a window may reach past it. */
+#define CP_NEEDLE_MAX 512
+
+/* Which windows of a section the string search may pass over: the check's
+ * knowledge that they hold no needle (check.c). */
+struct cp_scan_skip {
+	bool (*window)(const void *ctx, size_t sec, uint64_t from, uint64_t to);
+	const void *ctx;
+};
+
+/* As cp_scan_run, but the string search passes over the windows skip
+ * names. */
+cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
+			       cp_scan **out, cp_error *err);
+
+/* Whether the scan found a needle beginning in the window of section sec
+ * that holds offset `from` (true when it did not search there). */
+bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from);
 
 /* Whether img is a Cython extension module (exports PyInit_, names a
  * Cython ABI): what cp_scan_run refuses first when it is not. */

@@ -11,6 +11,7 @@
  */
 #include "scan.h"
 #include "error.h"
+#include "find.h"
 
 #include <ctype.h>
 #include <elf.h>
@@ -21,7 +22,7 @@
 enum needle_form { N_MODULE, N_PACKAGE, N_PATH, N_MANGLED };
 
 struct needle {
-	char text[512];
+	char text[CP_NEEDLE_MAX];
 	size_t len;
 	int layout;
 	const char *module; /* rules-owned name */
@@ -260,13 +261,14 @@ static int find_anchored(const struct needles *ns, size_t a, const uint8_t *d, s
 			 size_t from, size_t to, struct matches *ms)
 {
 	size_t end = to + ANCHOR_LEN - 1 < size ? to + ANCHOR_LEN - 1 : size;
-	const uint8_t *p = d + from, *h;
+	const uint8_t *h;
+	struct cp_find f;
 	size_t i;
 
-	while ((h = memmem(p, end - (size_t)(p - d), ns->anchor[a], ANCHOR_LEN)) != NULL) {
+	cp_find_init(&f, d + from, end - from, ns->anchor[a], ANCHOR_LEN);
+	while ((h = cp_find_next(&f)) != NULL) {
 		size_t hit = (size_t)(h - d);
 
-		p = h + 1;
 		for (i = 0; i < ns->n; i++) {
 			const struct needle *n = &ns->v[i];
 
@@ -306,14 +308,21 @@ static int by_needle(const void *a, const void *b)
 
 /* A section is searched a window at a time (all anchors in one window
  * before the next), each window's pages handed back after it, so that a
- * 1 GiB section never is resident at once. */
-static int find_all(const cp_scan *s, const struct cp_section *sec, const struct needles *ns,
+ * 1 GiB section never is resident at once; the windows where a needle
+ * begins are noted for the check, which passes over the others when they
+ * did not change. */
+static int find_all(cp_scan *s, const struct cp_section *sec, const struct needles *ns,
 		    const uint8_t *d, struct matches *ms)
 {
-	size_t i, from, to;
+	size_t i, from, to, k = (size_t)(sec - s->img->sec);
+	size_t w = s->window_at[k];
 
-	for (from = 0; from < sec->size; from = to) {
+	for (from = 0; from < sec->size; from = to, w++) {
+		size_t before = ms->n;
+
 		to = sec->size - from > CP_SEARCH_WINDOW ? from + CP_SEARCH_WINDOW : sec->size;
+		if (s->skip && s->skip->window(s->skip->ctx, k, from, to))
+			continue;
 		for (i = 0; i < ns->nanchor; i++)
 			if (find_anchored(ns, i, d, sec->size, from, to, ms))
 				return -1;
@@ -323,6 +332,7 @@ static int find_all(const cp_scan *s, const struct cp_section *sec, const struct
 				return -1;
 		if (sec->size > CP_SEARCH_WINDOW)
 			cp_image_done_with(s->img, sec->offset + from, to - from);
+		s->window_hit[w] = ms->n > before;
 	}
 	/* needle by needle, as the candidates' precedence expects (add_string) */
 	if (ms->n)
@@ -344,7 +354,6 @@ static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
 		free(ms.v);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	}
-	s->needle_hits[sec - s->img->sec] = ms.n > UINT32_MAX ? UINT32_MAX : (uint32_t)ms.n;
 	for (i = 0; !st && i < ms.n; i++) {
 		const struct needle *n = &ns->v[ms.v[i].needle];
 		size_t pos = ms.v[i].pos;
@@ -373,7 +382,7 @@ cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 	for (i = 0; !st && i < s->img->nsec; i++) {
 		const struct cp_section *sec = &s->img->sec[i];
 
-		if (cp_section_is_data(sec) && !(s->quiet && s->quiet[i]))
+		if (cp_section_is_data(sec))
 			st = scan_section(s, sec, &ns, err);
 	}
 	free(ns.v);

@@ -3,6 +3,7 @@
  */
 #include "wheel.h"
 #include "error.h"
+#include "find.h"
 #include "write.h"
 #include "zip_source.h"
 
@@ -416,7 +417,7 @@ static int find_sink(void *ctx, const uint8_t *p, size_t len)
 	memcpy(joint, f->carry, f->ncarry);
 	memcpy(joint + f->ncarry, p, head);
 	total = f->ncarry + head;
-	f->found = memmem(joint, total, f->needle, f->n) || memmem(p, len, f->needle, f->n);
+	f->found = memmem(joint, total, f->needle, f->n) || cp_find_first(p, len, f->needle, f->n);
 	/* the last `keep` bytes seen so far */
 	if (len >= keep) {
 		memcpy(f->carry, p + len - keep, keep);
@@ -473,7 +474,7 @@ cp_status cp_wheel_head_contains(struct cp_wheel *w, size_t i, size_t n, const c
 	if (f && buf)
 		got = zip_fread(f, buf, n);
 	if (got >= 0)
-		*found = memmem(buf, (size_t)got, needle, strlen(needle)) != NULL;
+		*found = cp_find_first(buf, (size_t)got, needle, strlen(needle)) != NULL;
 	if (f)
 		zip_fclose(f);
 	free(buf);

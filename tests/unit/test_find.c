@@ -1,0 +1,139 @@
+/*
+ * test_find.c - cp_find against memmem, the reference: every occurrence,
+ * in order, over bytes where candidates are rare (random), dense (text of
+ * the needle's letters) and mixed (dense runs inside random bulk, so the
+ * search switches to memmem and back), with needles at the edges and
+ * overlapping ones.
+ */
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "find.h"
+
+/* xorshift: the same bytes on every run */
+static uint32_t next(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/* Every occurrence by cp_find_next equals memmem's, one by one; whether
+ * the search went over to memmem on the way. */
+static bool same_as_memmem(const uint8_t *d, size_t n, const char *needle)
+{
+	size_t k = strlen(needle), found = 0;
+	bool dense = false;
+	const uint8_t *want = d, *got;
+	struct cp_find f;
+
+	cp_find_init(&f, d, n, needle, k);
+	for (;;) {
+		want = memmem(want, n - (size_t)(want - d), needle, k);
+		got = cp_find_next(&f);
+		dense |= f.dense_end != NULL;
+		assert_ptr_equal(got, want);
+		if (!want)
+			break;
+		found++;
+		want++;
+	}
+	assert_ptr_equal(cp_find_first(d, n, needle, k), memmem(d, n, needle, k));
+	assert_true(found > 0);
+	return dense;
+}
+
+static uint8_t *random_bytes(size_t n, uint32_t seed)
+{
+	uint8_t *d = malloc(n);
+	size_t i;
+
+	assert_non_null(d);
+	for (i = 0; i < n; i++)
+		d[i] = (uint8_t)next(&seed);
+	return d;
+}
+
+static void rare_candidates(void **state)
+{
+	size_t n = 4u << 20;
+	uint8_t *d = random_bytes(n, 1);
+
+	(void)state;
+	memcpy(d, "cuda", 4);
+	memcpy(d + n / 2, "cuda", 4);
+	memcpy(d + n - 4, "cuda", 4);
+	assert_false(same_as_memmem(d, n, "cuda"));
+	free(d);
+}
+
+static void dense_candidates(void **state)
+{
+	size_t n = 1u << 20, i;
+	uint8_t *d = malloc(n);
+	uint32_t x = 7;
+
+	(void)state;
+	assert_non_null(d);
+	for (i = 0; i < n; i++)
+		d[i] = "cuda"[next(&x) % 4];
+	assert_true(same_as_memmem(d, n, "cuda"));
+	for (i = 0; i < n;) { /* matches and misses at random places */
+		static const char *const tok[] = { "cuda", "cu", "c" };
+		const char *t = tok[next(&x) % 3];
+		size_t k = strlen(t) < n - i ? strlen(t) : n - i;
+
+		memcpy(d + i, t, k);
+		i += k;
+	}
+	assert_true(same_as_memmem(d, n, "cuda"));
+	memset(d, 'a', n); /* overlapping occurrences */
+	same_as_memmem(d, n, "aaaa");
+	free(d);
+}
+
+static void dense_runs_in_bulk(void **state)
+{
+	size_t n = 8u << 20, at, i;
+	uint8_t *d = random_bytes(n, 3);
+	uint32_t x = 11;
+
+	(void)state;
+	for (at = 0; at + (300u << 10) < n; at += 1u << 20)
+		for (i = 0; i < (300u << 10); i++)
+			d[at + i] = "cuda_cud"[next(&x) % 8];
+	assert_true(same_as_memmem(d, n, "cuda"));
+	assert_true(same_as_memmem(d, n, "cuda_c"));
+	free(d);
+}
+
+static void short_ranges(void **state)
+{
+	const char *s = "cud cuda";
+
+	(void)state;
+	assert_null(cp_find_first(s, 3, "cuda", 4));
+	assert_null(cp_find_first(s, 7, "cuda", 4));
+	assert_ptr_equal(cp_find_first(s, 8, "cuda", 4), s + 4);
+	assert_ptr_equal(cp_find_first(s, 8, "c", 1), s);
+	assert_null(cp_find_first(s, 0, "c", 1));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rare_candidates),
+		cmocka_unit_test(dense_candidates),
+		cmocka_unit_test(dense_runs_in_bulk),
+		cmocka_unit_test(short_ranges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
