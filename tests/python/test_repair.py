@@ -236,7 +236,7 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("case", list(HOSTILE) + ["record-mismatch", "record-mismatch-so", "size-bomb",
-                                                   "not-a-zip"])
+                                                   "corrupt-stream", "not-a-zip"])
 def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
     wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
     if case in HOSTILE:
@@ -276,6 +276,15 @@ def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
                 i = data.find(sig, i + 1)
         open(wheel, "wb").write(bytes(data))
         message = "demo/big.bin"
+    elif case == "corrupt-stream":
+        # deflated members are inflated by cypatch itself, without libzip's CRC
+        make_wheel(wheel, {"demo/__init__.py": b"", "demo/text.py": b"x = 'some text'\n" * 4000})
+        data = bytearray(open(wheel, "rb").read())
+        info = zipfile.ZipFile(wheel).getinfo("demo/text.py")
+        start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+        data[start + 10:start + 40] = b"\xff" * 30
+        open(wheel, "wb").write(bytes(data))
+        message = "a member is corrupt: demo/text.py"
     else:
         open(wheel, "wb").write(b"not a zip at all\n")
         message = "not a readable zip archive"
