@@ -32,7 +32,7 @@ struct output {
 	char tmp[4200];
 	cp_zip_splice *z;
 	pthread_t ahead;      /* copying the members that cannot change */
-	bool copying, first_added;
+	bool copying;
 	cp_error ahead_err;
 	cp_status ahead_st;
 };
