@@ -1,11 +1,19 @@
 /*
- * zip_bytes.h - the little-endian fields of zip records (APPNOTE.TXT
- * 4.4.1.1), read and written byte by byte: records are not aligned.
+ * zip_bytes.h - the end records of a zip archive (APPNOTE.TXT 4.3.14-16)
+ * and the little-endian fields of its records (4.4.1.1), read and written
+ * byte by byte: records are not aligned.
  */
 #ifndef CP_ZIP_BYTES_H
 #define CP_ZIP_BYTES_H
 
 #include <stdint.h>
+
+#define CP_EOCD_SIG 0x06054b50u
+#define CP_EOCD_LEN 22
+#define CP_LOC64_SIG 0x07064b50u
+#define CP_LOC64_LEN 20
+#define CP_EOCD64_SIG 0x06064b50u
+#define CP_EOCD64_LEN 56
 
 static inline uint16_t cp_get16(const uint8_t *p)
 {

@@ -18,12 +18,6 @@
 #define LFH_LEN 30
 #define CDR_SIG 0x02014b50u
 #define CDR_LEN 46
-#define EOCD_SIG 0x06054b50u
-#define EOCD_LEN 22
-#define LOC64_SIG 0x07064b50u
-#define LOC64_LEN 20
-#define EOCD64_SIG 0x06064b50u
-#define EOCD64_LEN 56
 #define ZIP64_ID 0x0001
 #define MAX_COMMENT 0xffff
 #define U32_MAX 0xffffffffu
@@ -111,20 +105,20 @@ static bool record_values(const uint8_t *r, struct record_values *v)
 static cp_status find_end(int fd, const char *path, uint64_t size, uint64_t *at, uint8_t *end,
 			  cp_error *err)
 {
-	static const size_t cap = MAX_COMMENT + EOCD_LEN;
+	static const size_t cap = MAX_COMMENT + CP_EOCD_LEN;
 	size_t n = size < cap ? (size_t)size : cap, p;
 	uint8_t *tail = malloc(cap);
 	cp_status st = CP_OK;
 
 	if (!tail)
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
-	if (n < EOCD_LEN || read_at(fd, tail, n, size - n))
+	if (n < CP_EOCD_LEN || read_at(fd, tail, n, size - n))
 		st = bad(err, path, "no end of central directory");
 	/* the last signature whose comment reaches the end of the file */
-	for (p = n - EOCD_LEN; !st; p--) {
-		if (cp_get32(tail + p) == EOCD_SIG && p + EOCD_LEN + cp_get16(tail + p + 20) == n) {
+	for (p = n - CP_EOCD_LEN; !st; p--) {
+		if (cp_get32(tail + p) == CP_EOCD_SIG && p + CP_EOCD_LEN + cp_get16(tail + p + 20) == n) {
 			*at = size - n + p;
-			memcpy(end, tail + p, EOCD_LEN);
+			memcpy(end, tail + p, CP_EOCD_LEN);
 			break;
 		}
 		if (!p)
@@ -139,7 +133,7 @@ static cp_status find_directory(int fd, const char *path, struct cp_zip_layout *
 				cp_error *err)
 {
 	struct stat sb;
-	uint8_t end[EOCD_LEN] = { 0 }, loc[LOC64_LEN], e64[EOCD64_LEN];
+	uint8_t end[CP_EOCD_LEN] = { 0 }, loc[CP_LOC64_LEN], e64[CP_EOCD64_LEN];
 	uint64_t at = 0, limit;
 	cp_status st;
 
@@ -152,11 +146,11 @@ static cp_status find_directory(int fd, const char *path, struct cp_zip_layout *
 	l->cd_size = cp_get32(end + 12);
 	l->cd_off = cp_get32(end + 16);
 	limit = at;
-	if (at >= LOC64_LEN && !read_at(fd, loc, LOC64_LEN, at - LOC64_LEN) && cp_get32(loc) == LOC64_SIG) {
+	if (at >= CP_LOC64_LEN && !read_at(fd, loc, CP_LOC64_LEN, at - CP_LOC64_LEN) && cp_get32(loc) == CP_LOC64_SIG) {
 		uint64_t z = cp_get64(loc + 8);
 
-		if (cp_get32(loc + 4) || cp_get32(loc + 16) != 1 || z > at - LOC64_LEN ||
-		    at - LOC64_LEN - z < EOCD64_LEN || read_at(fd, e64, EOCD64_LEN, z) || cp_get32(e64) != EOCD64_SIG ||
+		if (cp_get32(loc + 4) || cp_get32(loc + 16) != 1 || z > at - CP_LOC64_LEN ||
+		    at - CP_LOC64_LEN - z < CP_EOCD64_LEN || read_at(fd, e64, CP_EOCD64_LEN, z) || cp_get32(e64) != CP_EOCD64_SIG ||
 		    cp_get32(e64 + 16) || cp_get32(e64 + 20))
 			return bad(err, path, "a broken zip64 end of central directory");
 		*entries = cp_get64(e64 + 32);

@@ -12,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EOCD_SIG 0x06054b50u
-#define EOCD_LEN 22
-#define LOC64_SIG 0x07064b50u
-#define LOC64_LEN 20
-#define EOCD64_SIG 0x06064b50u
-#define EOCD64_LEN 56
 /* A stop waits for at most one chunk. */
 #define CHUNK (64ull << 20)
 
@@ -109,8 +103,8 @@ static size_t end_records(const cp_zip_splice *z, uint8_t *e)
 	size_t o = 0;
 
 	if (wide) {
-		cp_put32(e, EOCD64_SIG);
-		cp_put64(e + 4, EOCD64_LEN - 12);
+		cp_put32(e, CP_EOCD64_SIG);
+		cp_put64(e + 4, CP_EOCD64_LEN - 12);
 		cp_put16(e + 12, 45); /* made by, needed: 4.5 */
 		cp_put16(e + 14, 45);
 		cp_put64(e + 16, 0);  /* this disk, the directory's disk */
@@ -118,24 +112,24 @@ static size_t end_records(const cp_zip_splice *z, uint8_t *e)
 		cp_put64(e + 32, z->n);
 		cp_put64(e + 40, cd_size);
 		cp_put64(e + 48, cd_off);
-		cp_put32(e + 56, LOC64_SIG);
+		cp_put32(e + 56, CP_LOC64_SIG);
 		cp_put32(e + 60, 0);
 		cp_put64(e + 64, cd_off + cd_size);
 		cp_put32(e + 72, 1);
-		o = EOCD64_LEN + LOC64_LEN;
+		o = CP_EOCD64_LEN + CP_LOC64_LEN;
 	}
-	memset(e + o, 0, EOCD_LEN);
-	cp_put32(e + o, EOCD_SIG);
+	memset(e + o, 0, CP_EOCD_LEN);
+	cp_put32(e + o, CP_EOCD_SIG);
 	cp_put16(e + o + 8, z->n < 0xffff ? z->n : 0xffff);
 	cp_put16(e + o + 10, z->n < 0xffff ? z->n : 0xffff);
 	cp_put32(e + o + 12, cd_size < 0xffffffffu ? cd_size : 0xffffffffu);
 	cp_put32(e + o + 16, wide ? 0xffffffffu : cd_off);
-	return o + EOCD_LEN;
+	return o + CP_EOCD_LEN;
 }
 
 cp_status cp_zip_splice_finish(cp_zip_splice *z, cp_error *err)
 {
-	uint8_t e[EOCD64_LEN + LOC64_LEN + EOCD_LEN];
+	uint8_t e[CP_EOCD64_LEN + CP_LOC64_LEN + CP_EOCD_LEN];
 	size_t n;
 	cp_status st = cp_zip_splice_flush(z, err);
 
