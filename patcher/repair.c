@@ -41,7 +41,7 @@ static bool is_shared_object(const char *name)
 	return (n > 3 && !strcmp(name + n - 3, ".so")) || strstr(name, ".so.");
 }
 
-static bool is_extension(const struct cp_wheel_member *m)
+bool cp_repair_is_extension(const struct cp_wheel_member *m)
 {
 	return !m->dir && is_shared_object(m->name);
 }
@@ -103,7 +103,7 @@ static cp_status place_bets(struct job *j)
 	for (i = 0; !st && i < j->w->n; i++) {
 		bool head = true;
 
-		if (is_extension(&j->w->m[i]) && j->w->m[i].size >= BET_BYTES)
+		if (cp_repair_is_extension(&j->w->m[i]) && j->w->m[i].size >= BET_BYTES)
 			st = cp_wheel_head_contains(j->w, i, PROBE_BYTES, "PyInit_", &head, j->err);
 		j->bet[i] = !st && !head;
 	}
@@ -154,7 +154,7 @@ static cp_status patch_extensions(struct job *j)
 	size_t i;
 
 	for (i = 0; !st && i < j->w->n; i++) {
-		if (!is_extension(&j->w->m[i]))
+		if (!cp_repair_is_extension(&j->w->m[i]))
 			continue;
 		if (CP_GROW(j->res->ext, j->res->capext, j->res->next + 1))
 			return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
@@ -380,11 +380,6 @@ cp_status cp_repair_pay(struct job *j)
 bool cp_repair_untouched(const struct job *j)
 {
 	return !j->res->npatched && !j->res->metadata_changed && !j->res->nsources;
-}
-
-bool cp_repair_is_extension(const struct cp_wheel_member *m)
-{
-	return is_extension(m);
 }
 
 static void cleanup(struct job *j)

@@ -226,7 +226,8 @@ cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out,
 	return cp_scan_run_skipping(img, rules, NULL, out, err);
 }
 
-/* One entry per search window of each section, all false. */
+/* One entry per search window of each section, each true (a needle may
+ * be there) until the string search finds it empty. */
 static bool alloc_windows(cp_scan *s, const cp_image *img)
 {
 	size_t i, n = 0;
@@ -243,7 +244,7 @@ static bool alloc_windows(cp_scan *s, const cp_image *img)
 	s->window_hit = malloc(n ? n : 1);
 	if (!s->window_hit)
 		return false;
-	memset(s->window_hit, true, n); /* until searched and found empty */
+	memset(s->window_hit, true, n);
 	return true;
 }
 

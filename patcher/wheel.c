@@ -118,8 +118,6 @@ static cp_status find_record(struct cp_wheel *w, cp_error *err)
 /* Where stream_member puts the bytes besides the hash (NULL: nowhere). */
 typedef int (*member_sink)(void *ctx, const uint8_t *p, size_t n);
 
-/* Member i inflated in pieces: its SHA-256 as RECORD spells it, its size,
- * and every piece handed to sink. */
 /* A member's bytes as they are read: counted, hashed, passed on. */
 struct reading {
 	struct cp_wheel *w;
@@ -157,12 +155,12 @@ static cp_status read_by_libzip(struct reading *r, zip_file_t *f, cp_error *err)
 	return st;
 }
 
-/* A deflated or stored member read raw and inflated here: its SHA-256 is
- * checked against RECORD, which makes libzip's CRC-32 (0.2 s per GB) and
- * its extra copy redundant. */
 #define RAW_IN (1u << 16)
 #define RAW_OUT (1u << 18)
 
+/* A deflated or stored member read raw and inflated here: its SHA-256 is
+ * checked against RECORD, which makes libzip's CRC-32 (0.2 s per GB) and
+ * its extra copy redundant. */
 static cp_status read_raw(struct reading *r, zip_file_t *f, bool deflated, cp_error *err)
 {
 	uint8_t *in = malloc(RAW_IN + RAW_OUT), *out = in + RAW_IN;
