@@ -79,16 +79,17 @@ static cp_status about_member(struct job *j, const char *tmp, size_t i, cp_statu
 	return st;
 }
 
-/* Member i unpacked into the private directory, in pieces: a scratch file
- * (removed below) needs no fsync, and a 1 GiB library no 1 GiB buffer. */
-static cp_status unpack(struct job *j, size_t i, const char *path)
+/* Member i unpacked into the private directory, in pieces (a scratch file,
+ * removed below, needs no fsync, and a 1 GiB library no 1 GiB buffer), and
+ * searched for "PyInit_" on the way. */
+static cp_status unpack(struct job *j, size_t i, const char *path, bool *module)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
 	cp_status st;
 
 	if (fd < 0)
 		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, strerror(errno));
-	st = cp_wheel_extract(j->w, i, fd, j->err);
+	st = cp_wheel_extract(j->w, i, fd, "PyInit_", module, j->err);
 	if (close(fd) && !st)
 		st = cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, strerror(errno));
 	return st;
@@ -114,22 +115,19 @@ static cp_status patch_member(struct job *j, size_t i, struct cp_repair_member *
 {
 	struct cp_patch_opts po;
 	char in[4200], out[4200];
-	bool module;
+	bool module = false;
 	cp_status st = CP_OK;
 
-	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_": a
-	 * shared object without them (a 1 GB libcudf) is read once, for
-	 * RECORD, and never written out. */
-	if (!st && !j->bet[i])
-		st = cp_wheel_contains(j->w, i, "PyInit_", &module, j->err);
-	if (st || j->bet[i] || !module) {
-		x->r.outcome = CP_NOT_EXTENSION;
-		return st;
-	}
 	snprintf(in, sizeof(in), "%s/in.so", j->dir);
 	snprintf(out, sizeof(out), "%s/out.so", j->dir);
-	st = unpack(j, i, in);
-	if (st) {
+	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_":
+	 * what lacks them is read once, for RECORD, and its scratch copy
+	 * removed (a bet one, a 1 GB libcudf, is read by the settler and never
+	 * written out). */
+	if (!j->bet[i])
+		st = unpack(j, i, in, &module);
+	if (st || j->bet[i] || !module) {
+		x->r.outcome = CP_NOT_EXTENSION;
 		unlink(in);
 		return st;
 	}

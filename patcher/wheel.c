@@ -465,11 +465,6 @@ static cp_status read_through(struct cp_wheel *w, zip_t *z, size_t i, member_sin
 	return st;
 }
 
-cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err)
-{
-	return read_through(w, w->zip, i, write_sink, &fd, err);
-}
-
 /* A needle searched across the pieces: the tail of one piece is kept so
  * that a match may straddle two. */
 struct finder {
@@ -505,24 +500,50 @@ static int find_sink(void *ctx, const uint8_t *p, size_t len)
 	return 0;
 }
 
-cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bool *found, cp_error *err)
+static cp_status finder_init(struct finder *f, const char *needle, cp_error *err)
 {
-	return cp_wheel_contains_in(w, w->zip, i, needle, found, err);
+	memset(f, 0, sizeof(*f));
+	f->needle = needle;
+	f->n = strlen(needle);
+	if (f->n == 0 || f->n > sizeof(f->carry))
+		return cp_fail(err, CP_E_INTERNAL, "cp_wheel: a needle of %zu bytes", f->n);
+	return CP_OK;
 }
 
 cp_status cp_wheel_contains_in(struct cp_wheel *w, zip_t *z, size_t i, const char *needle, bool *found,
 			       cp_error *err)
 {
 	struct finder f;
-	cp_status st;
+	cp_status st = finder_init(&f, needle, err);
 
-	memset(&f, 0, sizeof(f));
-	f.needle = needle;
-	f.n = strlen(needle);
-	if (f.n == 0 || f.n > sizeof(f.carry))
-		return cp_fail(err, CP_E_INTERNAL, "cp_wheel_contains: needle of %zu bytes", f.n);
-	st = read_through(w, z, i, find_sink, &f, err);
+	if (!st)
+		st = read_through(w, z, i, find_sink, &f, err);
 	*found = f.found;
+	return st;
+}
+
+/* Written out and searched on the way. */
+struct extracting {
+	int fd;
+	struct finder f;
+};
+
+static int extract_sink(void *ctx, const uint8_t *p, size_t n)
+{
+	struct extracting *x = ctx;
+
+	find_sink(&x->f, p, n);
+	return write_sink(&x->fd, p, n);
+}
+
+cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, const char *needle, bool *found, cp_error *err)
+{
+	struct extracting x = { .fd = fd };
+	cp_status st = finder_init(&x.f, needle, err);
+
+	if (!st)
+		st = read_through(w, w->zip, i, extract_sink, &x, err);
+	*found = x.f.found;
 	return st;
 }
 

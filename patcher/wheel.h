@@ -50,26 +50,25 @@ cp_status cp_wheel_open_copy(const char *path, const struct cp_wheel *src, const
 			     struct cp_wheel **out, cp_error *err);
 
 /* As cp_wheel_open, but the members defer(name) picks are compared with
- * RECORD when cp_wheel_extract or cp_wheel_contains reads them, not here: repair reads every
+ * RECORD when cp_wheel_extract or cp_wheel_contains_in reads them, not here: repair reads every
  * extension anyway, and inflating a 1 GB library twice cost a second. The
  * caller must read every such member before it trusts the wheel. */
 cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *name), struct cp_wheel **out,
 				  cp_error *err);
 
 /* Member i inflated into fd, in pieces, and compared with RECORD when
- * that was deferred. */
-cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, cp_error *err);
-
-/* Whether member i holds needle (at most 64 bytes), read in pieces and,
- * where that was deferred, compared with RECORD on the way. */
-cp_status cp_wheel_contains(struct cp_wheel *w, size_t i, const char *needle, bool *found, cp_error *err);
+ * that was deferred; *found tells whether its bytes hold needle (at most
+ * 64 bytes). */
+cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, const char *needle, bool *found,
+			   cp_error *err);
 
 /* A second reader of w's archive, for another thread (a libzip handle
  * serves one thread); zip_discard it after use. */
 cp_status cp_wheel_reader(struct cp_wheel *w, zip_t **z, cp_error *err);
 
-/* cp_wheel_contains through z, a reader from cp_wheel_reader. Touches no
- * state of w but member i's. */
+/* Whether member i holds needle (at most 64 bytes), read in pieces
+ * through z, a reader from cp_wheel_reader, and compared with RECORD on the
+ * way where that was deferred. Touches no state of w but member i's. */
 cp_status cp_wheel_contains_in(struct cp_wheel *w, zip_t *z, size_t i, const char *needle, bool *found,
 			       cp_error *err);
 
