@@ -282,7 +282,7 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 	if (!st)
 		st = cp_dis_open(&s->dis, err);
 	if (!st)
-		st = cp_scan_code(s, err);
+		st = skip && skip->code ? cp_scan_code_from(s, skip->code, err) : cp_scan_code(s, err);
 	if (!st)
 		st = cp_scan_blobs(s, err);
 	if (!st)

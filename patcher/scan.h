@@ -170,11 +170,15 @@ struct cp_scan {
  * begins in a window may reach past it. */
 #define CP_NEEDLE_MAX 512
 
-/* Which windows of a section the string search may pass over: the check's
- * knowledge that they hold no needle (check.c). */
+/* What the check knows of the output from the input's scan (check.c):
+ * which windows of a section the string search may pass over (they hold no
+ * needle), and, when code is not NULL, a scan of an image whose code walk
+ * finds what this one's would (the same code, sections, function starts
+ * and names): its findings are taken instead of walking again. */
 struct cp_scan_skip {
 	bool (*window)(const void *ctx, size_t sec, uint64_t from, uint64_t to);
 	const void *ctx;
+	const struct cp_scan *code;
 };
 
 /* As cp_scan_run, but the string search passes over the windows skip
@@ -195,6 +199,12 @@ cp_status cp_scan_strings(cp_scan *s, cp_error *err);
 
 /* scan_code.c: the code walk: sites of strings, calls, import blocks. */
 cp_status cp_scan_code(cp_scan *s, cp_error *err);
+
+/* scan_code.c: the code walk's findings taken from `from`, a scan of an
+ * image with the same code (struct cp_scan_skip); the module names of the
+ * import blocks are read from s's image. The calls' names point into
+ * from's image, which must outlive s. */
+cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, cp_error *err);
 
 /* scan_code.c: references from relocations (tables of pointers). */
 cp_status cp_scan_relocs(cp_scan *s, cp_error *err);

@@ -142,6 +142,55 @@ cp_status cp_scan_code(cp_scan *s, cp_error *err)
 	return CP_OK;
 }
 
+static void *copy_of(const void *src, size_t n, size_t size)
+{
+	void *p = n ? malloc(n * size) : NULL;
+
+	if (p)
+		memcpy(p, src, n * size);
+	return p;
+}
+
+/* Block b of `from` again: its loads as they were, its module's name as
+ * s's image now holds it (the one thing the walk's findings read from
+ * data, and what an edit changes). */
+static bool copy_block(cp_scan *s, const struct cp_import_block *b)
+{
+	struct cp_import_block *c = &s->blocks[s->nblocks];
+	const char *m = NULL;
+	size_t k;
+
+	memset(c, 0, sizeof(*c));
+	c->call = b->call;
+	for (k = 0; k < s->ncalls; k++)
+		if (s->calls[k].addr == b->call && s->calls[k].arg[0].kind == CP_V_ADDR)
+			m = cp_image_cstring(s->img, s->calls[k].arg[0].v, 4096);
+	if ((m && !(c->module = strdup(m))) || (b->nloads && !(c->loads = copy_of(b->loads, b->nloads,
+										       sizeof(*b->loads)))))
+		return false;
+	c->nloads = c->caploads = b->nloads;
+	s->nblocks++;
+	return true;
+}
+
+cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, cp_error *err)
+{
+	size_t i;
+
+	s->xrefs = copy_of(from->xrefs, from->nxrefs, sizeof(*from->xrefs));
+	s->calls = copy_of(from->calls, from->ncalls, sizeof(*from->calls));
+	s->blocks = from->nblocks ? calloc(from->nblocks, sizeof(*s->blocks)) : NULL;
+	if ((from->nxrefs && !s->xrefs) || (from->ncalls && !s->calls) || (from->nblocks && !s->blocks))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	s->nxrefs = s->capxrefs = from->nxrefs;
+	s->ncalls = s->capcalls = from->ncalls;
+	s->capblocks = from->nblocks;
+	for (i = 0; i < from->nblocks; i++)
+		if (!copy_block(s, &from->blocks[i]))
+			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	return CP_OK;
+}
+
 size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first)
 {
 	size_t lo = 0, hi = s->nxrefs, n;
