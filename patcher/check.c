@@ -186,83 +186,6 @@ static bool unchanged_window(const void *ctx, size_t i, uint64_t from, uint64_t 
 	return true;
 }
 
-static bool same_sections(const cp_image *in, const cp_image *out)
-{
-	size_t i;
-
-	if (in->nsec != out->nsec)
-		return false;
-	for (i = 0; i < in->nsec; i++) {
-		const struct cp_section *a = &in->sec[i], *b = &out->sec[i];
-
-		if (strcmp(a->name, b->name) || a->type != b->type || a->flags != b->flags || a->addr != b->addr ||
-		    a->offset != b->offset || a->size != b->size)
-			return false;
-	}
-	return true;
-}
-
-static bool same_slots(const struct cp_import_slot *a, size_t na, const struct cp_import_slot *b, size_t nb)
-{
-	size_t i;
-
-	if (na != nb)
-		return false;
-	for (i = 0; i < na; i++)
-		if (a[i].addr != b[i].addr || strcmp(a[i].name ? a[i].name : "", b[i].name ? b[i].name : ""))
-			return false;
-	return true;
-}
-
-static bool same_symbols(const cp_image *in, const cp_image *out)
-{
-	size_t i;
-
-	if (in->nsym != out->nsym)
-		return false;
-	for (i = 0; i < in->nsym; i++) {
-		const struct cp_symbol *a = &in->sym[i], *b = &out->sym[i];
-
-		if (a->value != b->value || a->defined != b->defined || strcmp(a->name ? a->name : "",
-									    b->name ? b->name : ""))
-			return false;
-	}
-	return true;
-}
-
-/* Whether a run of the delta touches a code section. */
-static bool code_edited(const cp_image *img, const struct cp_delta *d)
-{
-	size_t i, k;
-
-	for (i = 0; i < img->nsec; i++) {
-		const struct cp_section *s = &img->sec[i];
-
-		if (!cp_section_is_code(s))
-			continue;
-		if (s->offset + s->size > d->in_size)
-			return true;
-		for (k = 0; k < d->nrun; k++)
-			if (d->run[k].off < s->offset + s->size && d->run[k].off + d->run[k].len > s->offset)
-				return true;
-	}
-	return false;
-}
-
-/* Whether the output's code walk must find what the input's found: it
- * reads the code, the sections, the function starts and the symbol, GOT
- * and PLT names, and no other byte (disasm.c); the one thing its findings
- * take from data, the module a block imports, cp_scan_code_from reads from
- * the output. A string rewrite leaves all of these; a fallback stub or a
- * redirected operand edits code, and the output is walked again. */
-static bool same_code(const cp_image *in, const cp_image *out, const struct cp_delta *d)
-{
-	return same_sections(in, out) && !code_edited(out, d) && in->nfunc == out->nfunc &&
-	       (!in->nfunc || !memcmp(in->func, out->func, in->nfunc * sizeof(*in->func))) &&
-	       same_slots(in->got, in->ngot, out->got, out->ngot) &&
-	       same_slots(in->plt, in->nplt, out->plt, out->nplt) && same_symbols(in, out);
-}
-
 cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_plan *plan,
 		   const char *path, const struct cp_delta *d, cp_error *err)
 {
@@ -279,7 +202,8 @@ cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_p
 	if (!st)
 		st = operands_decode(img, plan, err);
 	u.out = img;
-	if (!st && same_code(in, img, d))
+	/* a string rewrite leaves the code as it was: not walked again */
+	if (!st && cp_code_walk_same(in, img))
 		skip.code = in_scan;
 	if (!st)
 		st = cp_scan_run_skipping(img, in_scan->rules, &skip, &scan, err);

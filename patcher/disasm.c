@@ -423,6 +423,79 @@ cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 	return CP_OK;
 }
 
+static bool same_sections(const cp_image *a, const cp_image *b)
+{
+	size_t i;
+
+	if (a->nsec != b->nsec)
+		return false;
+	for (i = 0; i < a->nsec; i++) {
+		const struct cp_section *x = &a->sec[i], *y = &b->sec[i];
+
+		if (strcmp(x->name, y->name) || x->type != y->type || x->flags != y->flags || x->addr != y->addr ||
+		    x->offset != y->offset || x->size != y->size)
+			return false;
+	}
+	return true;
+}
+
+/* The walked sections' bytes (same_sections holds). */
+static bool same_code_bytes(const cp_image *a, const cp_image *b)
+{
+	size_t i;
+
+	for (i = 0; i < a->nsec; i++) {
+		const struct cp_section *s = &a->sec[i];
+		const uint8_t *x, *y;
+
+		if (!cp_section_is_code(s))
+			continue;
+		x = cp_image_bytes(a, s->offset, s->size);
+		y = cp_image_bytes(b, s->offset, s->size);
+		if (!x || !y || memcmp(x, y, s->size))
+			return false;
+	}
+	return true;
+}
+
+static bool same_name(const char *x, const char *y)
+{
+	return !strcmp(x ? x : "", y ? y : "");
+}
+
+static bool same_slots(const struct cp_import_slot *x, size_t nx, const struct cp_import_slot *y, size_t ny)
+{
+	size_t i;
+
+	if (nx != ny)
+		return false;
+	for (i = 0; i < nx; i++)
+		if (x[i].addr != y[i].addr || !same_name(x[i].name, y[i].name))
+			return false;
+	return true;
+}
+
+static bool same_symbols(const cp_image *a, const cp_image *b)
+{
+	size_t i;
+
+	if (a->nsym != b->nsym)
+		return false;
+	for (i = 0; i < a->nsym; i++)
+		if (a->sym[i].value != b->sym[i].value || a->sym[i].defined != b->sym[i].defined ||
+		    !same_name(a->sym[i].name, b->sym[i].name))
+			return false;
+	return true;
+}
+
+bool cp_code_walk_same(const cp_image *a, const cp_image *b)
+{
+	return same_sections(a, b) && a->nfunc == b->nfunc &&
+	       (!a->nfunc || !memcmp(a->func, b->func, a->nfunc * sizeof(*a->func))) &&
+	       same_slots(a->got, a->ngot, b->got, b->ngot) && same_slots(a->plt, a->nplt, b->plt, b->nplt) &&
+	       same_symbols(a, b) && same_code_bytes(a, b);
+}
+
 static bool decode_at(cp_dis *d, const cp_image *img, uint64_t addr);
 
 bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, size_t n)

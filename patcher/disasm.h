@@ -92,4 +92,11 @@ bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, s
 cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 		       const struct cp_code_visitor *v, cp_error *err);
 
+/* Whether cp_code_walk reports the same for a and b: everything it reads
+ * (the code, the section table, the function starts, the symbol, GOT and
+ * PLT names) is the same in both. A caller that keeps what the walk of a
+ * reported may then use it for b, reading from b only what it took from
+ * data itself. */
+bool cp_code_walk_same(const cp_image *a, const cp_image *b);
+
 #endif
