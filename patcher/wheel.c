@@ -155,7 +155,7 @@ static cp_status read_by_libzip(struct reading *r, zip_file_t *f, cp_error *err)
 	return st;
 }
 
-#define RAW_IN (1u << 16)
+#define RAW_IN (1u << 18)
 #define RAW_OUT (1u << 18)
 
 /* A deflated or stored member read raw and inflated here: its SHA-256 is

@@ -106,6 +106,22 @@ static zip_int64_t fill(struct source *s)
 	return got;
 }
 
+/* Straight into the caller's buffer: libzip passes it through when a
+ * member is read raw, and a copy through ours would cost a memcpy of the
+ * member (0.07 s per GB). */
+static zip_int64_t read_direct(struct source *s, uint8_t *out, zip_uint64_t len)
+{
+	ssize_t got;
+
+	do
+		got = pread(s->fd, out, len, (off_t)s->pos);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return fail(s, ZIP_ER_READ, errno);
+	s->pos += (uint64_t)got;
+	return got;
+}
+
 static zip_int64_t read_at(struct source *s, uint8_t *out, zip_uint64_t len)
 {
 	zip_uint64_t done = 0;
@@ -113,6 +129,14 @@ static zip_int64_t read_at(struct source *s, uint8_t *out, zip_uint64_t len)
 	while (done < len) {
 		uint64_t off = s->pos - s->buf_at, n;
 
+		if ((s->pos < s->buf_at || off >= s->buf_len) && len - done >= SMALL) {
+			zip_int64_t got = read_direct(s, out + done, len - done);
+
+			if (got <= 0)
+				return got < 0 ? -1 : (zip_int64_t)done;
+			done += (zip_uint64_t)got;
+			continue;
+		}
 		if (s->pos < s->buf_at || off >= s->buf_len) {
 			zip_int64_t got = fill(s);
 
