@@ -4,73 +4,63 @@
 #include "find.h"
 
 #include <string.h>
-
-/* Once past DENSE_AFTER candidates, more than one per DENSE_GAP bytes
- * and memchr stops paying for itself: memmem takes the next DENSE_SPAN
- * bytes, then memchr tries again (a section's strings are dense, the bulk
- * after them need not be). */
-#define DENSE_GAP 64
-#define DENSE_AFTER 64
-#define DENSE_SPAN (1u << 16)
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 void cp_find_init(struct cp_find *f, const void *p, size_t len, const void *needle, size_t n)
 {
-	f->start = f->p = p;
+	f->p = p;
 	f->end = f->p + len;
-	f->dense_end = NULL;
 	f->needle = needle;
 	f->n = n;
-	f->misses = 0;
 }
 
-static const uint8_t *by_memchr(struct cp_find *f)
+/* Whether the needle is at c, given that its first and last bytes are. */
+static int middle_matches(const struct cp_find *f, const uint8_t *c)
 {
-	while (f->p < f->end) {
-		const uint8_t *c = memchr(f->p, f->needle[0], (size_t)(f->end - f->p));
+	return f->n <= 2 || !memcmp(c + 1, f->needle + 1, f->n - 2);
+}
 
-		if (!c || (size_t)(f->end - c) < f->n)
-			break;
-		f->p = c + 1;
-		if (!memcmp(c, f->needle, f->n))
-			return c;
-		f->misses++;
-		if (f->misses > DENSE_AFTER && (size_t)(c - f->start) < f->misses * DENSE_GAP) {
-			f->dense_end = (size_t)(f->end - f->p) > DENSE_SPAN ? f->p + DENSE_SPAN : f->end;
-			return NULL;
+#ifdef __SSE2__
+/* The first match at or after f->p: 16 candidates at a time, then one at a
+ * time for the last few (the loads must stay inside the range). */
+static const uint8_t *search(const struct cp_find *f)
+{
+	const uint8_t *p = f->p, *stop = f->end - f->n + 1; /* candidates: [p, stop) */
+	const __m128i first = _mm_set1_epi8((char)f->needle[0]);
+	const __m128i last = _mm_set1_epi8((char)f->needle[f->n - 1]);
+
+	for (; stop - p >= 16; p += 16) {
+		__m128i a = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), first);
+		__m128i b = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + f->n - 1)), last);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_and_si128(a, b));
+
+		for (; m; m &= m - 1) {
+			const uint8_t *c = p + __builtin_ctz(m);
+
+			if (middle_matches(f, c))
+				return c;
 		}
 	}
-	f->p = f->end;
+	for (; p < stop; p++)
+		if (p[0] == f->needle[0] && p[f->n - 1] == f->needle[f->n - 1] && middle_matches(f, p))
+			return p;
 	return NULL;
 }
-
-/* Matches that begin before dense_end, by memmem. */
-static const uint8_t *by_memmem(struct cp_find *f)
+#else
+static const uint8_t *search(const struct cp_find *f)
 {
-	size_t room = (size_t)(f->end - f->dense_end);
-	const uint8_t *lim = f->dense_end + (room < f->n - 1 ? room : f->n - 1);
-	const uint8_t *hit = f->p < f->dense_end ? memmem(f->p, (size_t)(lim - f->p), f->needle, f->n) : NULL;
-
-	if (hit) {
-		f->p = hit + 1;
-		return hit;
-	}
-	f->p = f->dense_end;
-	f->dense_end = NULL;
-	f->start = f->p;
-	f->misses = 0;
-	return NULL;
+	return memmem(f->p, (size_t)(f->end - f->p), f->needle, f->n);
 }
+#endif
 
 const uint8_t *cp_find_next(struct cp_find *f)
 {
-	const uint8_t *hit;
+	const uint8_t *hit = (size_t)(f->end - f->p) >= f->n ? search(f) : NULL;
 
-	while (f->p < f->end) {
-		hit = f->dense_end ? by_memmem(f) : by_memchr(f);
-		if (hit)
-			return hit;
-	}
-	return NULL;
+	f->p = hit ? hit + 1 : f->end;
+	return hit;
 }
 
 const uint8_t *cp_find_first(const void *p, size_t len, const void *needle, size_t n)

@@ -1,9 +1,9 @@
 /*
  * test_find.c - cp_find against memmem, the reference: every occurrence,
  * in order, over bytes where candidates are rare (random), dense (text of
- * the needle's letters) and mixed (dense runs inside random bulk, so the
- * search switches to memmem and back), with needles at the edges and
- * overlapping ones.
+ * the needle's letters) and mixed (dense runs inside random bulk), with
+ * needles of 1 to 40 bytes, at the edges of the range and of the 16-byte
+ * blocks, and overlapping ones.
  */
 #include <setjmp.h>
 #include <stdbool.h>
@@ -25,12 +25,11 @@ static uint32_t next(uint32_t *x)
 	return *x;
 }
 
-/* Every occurrence by cp_find_next equals memmem's, one by one; whether
- * the search went over to memmem on the way. */
-static bool same_as_memmem(const uint8_t *d, size_t n, const char *needle)
+/* Every occurrence by cp_find_next equals memmem's, one by one; how many
+ * there were. */
+static size_t same_as_memmem(const uint8_t *d, size_t n, const char *needle)
 {
 	size_t k = strlen(needle), found = 0;
-	bool dense = false;
 	const uint8_t *want = d, *got;
 	struct cp_find f;
 
@@ -38,7 +37,6 @@ static bool same_as_memmem(const uint8_t *d, size_t n, const char *needle)
 	for (;;) {
 		want = memmem(want, n - (size_t)(want - d), needle, k);
 		got = cp_find_next(&f);
-		dense |= f.dense_end != NULL;
 		assert_ptr_equal(got, want);
 		if (!want)
 			break;
@@ -46,8 +44,7 @@ static bool same_as_memmem(const uint8_t *d, size_t n, const char *needle)
 		want++;
 	}
 	assert_ptr_equal(cp_find_first(d, n, needle, k), memmem(d, n, needle, k));
-	assert_true(found > 0);
-	return dense;
+	return found;
 }
 
 static uint8_t *random_bytes(size_t n, uint32_t seed)
@@ -70,7 +67,7 @@ static void rare_candidates(void **state)
 	memcpy(d, "cuda", 4);
 	memcpy(d + n / 2, "cuda", 4);
 	memcpy(d + n - 4, "cuda", 4);
-	assert_false(same_as_memmem(d, n, "cuda"));
+	assert_int_equal(same_as_memmem(d, n, "cuda"), 3);
 	free(d);
 }
 
@@ -84,7 +81,7 @@ static void dense_candidates(void **state)
 	assert_non_null(d);
 	for (i = 0; i < n; i++)
 		d[i] = "cuda"[next(&x) % 4];
-	assert_true(same_as_memmem(d, n, "cuda"));
+	assert_true(same_as_memmem(d, n, "cuda") > 0);
 	for (i = 0; i < n;) { /* matches and misses at random places */
 		static const char *const tok[] = { "cuda", "cu", "c" };
 		const char *t = tok[next(&x) % 3];
@@ -93,9 +90,9 @@ static void dense_candidates(void **state)
 		memcpy(d + i, t, k);
 		i += k;
 	}
-	assert_true(same_as_memmem(d, n, "cuda"));
+	assert_true(same_as_memmem(d, n, "cuda") > 0);
 	memset(d, 'a', n); /* overlapping occurrences */
-	same_as_memmem(d, n, "aaaa");
+	assert_int_equal(same_as_memmem(d, n, "aaaa"), n - 3);
 	free(d);
 }
 
@@ -109,8 +106,8 @@ static void dense_runs_in_bulk(void **state)
 	for (at = 0; at + (300u << 10) < n; at += 1u << 20)
 		for (i = 0; i < (300u << 10); i++)
 			d[at + i] = "cuda_cud"[next(&x) % 8];
-	assert_true(same_as_memmem(d, n, "cuda"));
-	assert_true(same_as_memmem(d, n, "cuda_c"));
+	assert_true(same_as_memmem(d, n, "cuda") > 0);
+	assert_true(same_as_memmem(d, n, "cuda_c") > 0);
 	free(d);
 }
 
@@ -126,6 +123,32 @@ static void short_ranges(void **state)
 	assert_null(cp_find_first(s, 0, "c", 1));
 }
 
+/* Needles of every length from 1 to 40 placed at every offset of a
+ * 16-byte block and at the very end, in ranges that end at every offset
+ * too: the block loop, its tail and the range's end. */
+static void lengths_and_edges(void **state)
+{
+	static const char long_needle[] = "cuda.bindings._bindings.cydriver.pxd...";
+	char needle[41];
+	size_t k, at, len;
+
+	(void)state;
+	for (k = 1; k <= 40; k++) {
+		memcpy(needle, long_needle, k);
+		needle[k] = '\0';
+		for (at = 0; at + k <= 200; at += 7) {
+			uint8_t *c = random_bytes(256, (uint32_t)(k * 1000 + at + 1));
+
+			memcpy(c + at, needle, k);
+			for (len = at; len <= at + k + 17 && len <= 256; len++)
+				same_as_memmem(c, len, needle);
+			memcpy(c + 256 - k, needle, k);
+			assert_true(same_as_memmem(c, 256, needle) >= 2);
+			free(c);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -133,6 +156,7 @@ int main(void)
 		cmocka_unit_test(dense_candidates),
 		cmocka_unit_test(dense_runs_in_bulk),
 		cmocka_unit_test(short_ranges),
+		cmocka_unit_test(lengths_and_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
