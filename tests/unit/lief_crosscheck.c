@@ -10,18 +10,16 @@
  * with <stdbool.h> and does not match the one-byte C++ bool that libLIEF was
  * compiled with. Skipping it leaves the structures' bool as C's _Bool, the
  * layout the library really uses. */
-#define _XOPEN_SOURCE 700
 #define LIEF_C_TYPES_H_
 #include <stdbool.h>
 #include <stdint.h>
 #include <LIEF/ELF.h>
 
 #include "image.h"
+#include "so_files.h"
 
 #include <elf.h>
 
-#include <ftw.h>
-#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,52 +173,22 @@ static int check_file(const char *path)
 	return bad;
 }
 
-/* nftw has no user pointer, so the walk's tallies are file-scope. */
-static struct {
-	size_t files;
-	int bad;
-} tally;
-
-static int visit(const char *path, const struct stat *st, int kind, struct FTW *ftw)
-{
-	size_t len = strlen(path);
-
-	(void)st;
-	(void)ftw;
-	if (kind != FTW_F || len < 3 || strcmp(path + len - 3, ".so"))
-		return 0;
-	tally.files++;
-	tally.bad = check_file(path);
-	return tally.bad;
-}
-
 int main(int argc, char **argv)
 {
-	int i;
+	size_t files;
+	int bad;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: lief_crosscheck FILE|DIR...\n");
 		return 64;
 	}
-	for (i = 1; i < argc && !tally.bad; i++) {
-		struct stat st;
-
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			if (nftw(argv[i], visit, 16, FTW_PHYS) < 0 && !tally.bad) {
-				perror(argv[i]);
-				return 1;
-			}
-			continue;
-		}
-		tally.files++;
-		tally.bad = check_file(argv[i]);
-	}
-	if (tally.bad)
+	bad = so_files_each(argv + 1, argc - 1, check_file, &files);
+	if (bad)
 		return 1;
-	if (!tally.files) {
+	if (!files) {
 		fprintf(stderr, "lief_crosscheck: no .so files under the paths given\n");
 		return 1;
 	}
-	printf("lief_crosscheck: %zu files read the same by LIEF and by cypatch\n", tally.files);
+	printf("lief_crosscheck: %zu files read the same by LIEF and by cypatch\n", files);
 	return 0;
 }

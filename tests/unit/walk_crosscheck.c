@@ -10,18 +10,16 @@
  *
  * usage: walk_crosscheck RULES FILE|DIR...  (directories: every *.so below)
  */
-#define _XOPEN_SOURCE 700
 #include "cypatch.h"
 #include "disasm.h"
 #include "image.h"
 #include "patch.h"
 #include "scan.h"
+#include "so_files.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static int differ(const char *path, const char *layout, const char *what, size_t i)
@@ -85,7 +83,8 @@ static int compare_refs(const cp_scan *a, const cp_scan *b, const char *path, co
 	return 0;
 }
 
-/* nftw has no user pointer, so the walk's state is file-scope. */
+/* The rules and the tallies, for check_file (so_files_each passes a path
+ * only). */
 static struct {
 	cp_rules *rules;
 	char tmp[64];
@@ -151,23 +150,10 @@ static int check_file(const char *path)
 	return bad;
 }
 
-static int visit(const char *path, const struct stat *st, int kind, struct FTW *ftw)
-{
-	size_t len = strlen(path);
-
-	(void)st;
-	(void)ftw;
-	if (kind != FTW_F || len < 3 || strcmp(path + len - 3, ".so"))
-		return 0;
-	t.files++;
-	t.bad = check_file(path);
-	return t.bad;
-}
-
 int main(int argc, char **argv)
 {
 	cp_error err;
-	int i, fd;
+	int fd;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: walk_crosscheck RULES FILE|DIR...\n");
@@ -185,19 +171,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	close(fd);
-	for (i = 2; i < argc && !t.bad; i++) {
-		struct stat st;
-
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			if (nftw(argv[i], visit, 16, FTW_PHYS) < 0 && !t.bad) {
-				perror(argv[i]);
-				t.bad = 1;
-			}
-			continue;
-		}
-		t.files++;
-		t.bad = check_file(argv[i]);
-	}
+	t.bad = so_files_each(argv + 2, argc - 2, check_file, &t.files);
 	unlink(t.tmp);
 	cp_rules_free(t.rules);
 	if (t.bad)

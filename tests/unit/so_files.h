@@ -1,0 +1,15 @@
+/*
+ * so_files.h - the cross-checks' inputs: every file named, and every *.so
+ * below each directory named.
+ */
+#ifndef CP_TEST_SO_FILES_H
+#define CP_TEST_SO_FILES_H
+
+#include <stddef.h>
+
+/* check(path) for each file, in order, until one returns non-zero, which
+ * is returned (1 when a directory cannot be walked); *files counts the
+ * files checked. */
+int so_files_each(char **paths, int n, int (*check)(const char *path), size_t *files);
+
+#endif
