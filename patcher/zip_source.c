@@ -89,16 +89,22 @@ static zip_int64_t stat_fd(struct source *s, void *data, zip_uint64_t len)
 	return (zip_int64_t)sizeof(*st);
 }
 
+static ssize_t pread_at(const struct source *s, void *buf, size_t n)
+{
+	ssize_t got;
+
+	do
+		got = pread(s->fd, buf, n, (off_t)s->pos);
+	while (got < 0 && errno == EINTR);
+	return got;
+}
+
 /* The bytes at s->pos into the buffer: a MiB when reading on from the
  * last fill, 64 KiB otherwise. */
 static zip_int64_t fill(struct source *s)
 {
-	size_t want = s->pos == s->buf_at + s->buf_len ? BIG : SMALL;
-	ssize_t got;
+	ssize_t got = pread_at(s, s->buf, s->pos == s->buf_at + s->buf_len ? BIG : SMALL);
 
-	do
-		got = pread(s->fd, s->buf, want, (off_t)s->pos);
-	while (got < 0 && errno == EINTR);
 	if (got < 0)
 		return fail(s, ZIP_ER_READ, errno);
 	s->buf_at = s->pos;
@@ -111,11 +117,8 @@ static zip_int64_t fill(struct source *s)
  * member (0.07 s per GB). */
 static zip_int64_t read_direct(struct source *s, uint8_t *out, zip_uint64_t len)
 {
-	ssize_t got;
+	ssize_t got = pread_at(s, out, len);
 
-	do
-		got = pread(s->fd, out, len, (off_t)s->pos);
-	while (got < 0 && errno == EINTR);
 	if (got < 0)
 		return fail(s, ZIP_ER_READ, errno);
 	s->pos += (uint64_t)got;
