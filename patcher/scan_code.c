@@ -75,14 +75,19 @@ static bool wanted_call(const struct cp_call *call)
 	return addrs >= 2;
 }
 
+/* The module an import call names: its first argument's string, read
+ * from s's image (NULL when the walk did not know it). */
+static const char *module_named(const cp_scan *s, const struct cp_val *arg0)
+{
+	return arg0->kind == CP_V_ADDR ? cp_image_cstring(s->img, arg0->v, 4096) : NULL;
+}
+
 static void open_block(struct walk_ctx *c, const struct cp_call *call)
 {
 	cp_scan *s = c->s;
 	struct cp_import_block *b;
-	const char *m = NULL;
+	const char *m = module_named(s, &call->arg[0]);
 
-	if (call->arg[0].kind == CP_V_ADDR)
-		m = cp_image_cstring(s->img, call->arg[0].v, 4096);
 	if (CP_GROW(s->blocks, s->capblocks, s->nblocks + 1)) {
 		c->oom = true;
 		return;
@@ -162,9 +167,9 @@ static bool copy_block(cp_scan *s, const struct cp_import_block *b)
 
 	memset(c, 0, sizeof(*c));
 	c->call = b->call;
-	for (k = 0; k < s->ncalls; k++)
-		if (s->calls[k].addr == b->call && s->calls[k].arg[0].kind == CP_V_ADDR)
-			m = cp_image_cstring(s->img, s->calls[k].arg[0].v, 4096);
+	for (k = 0; k < s->ncalls && !m; k++)
+		if (s->calls[k].addr == b->call)
+			m = module_named(s, &s->calls[k].arg[0]);
 	if ((m && !(c->module = strdup(m))) || (b->nloads && !(c->loads = copy_of(b->loads, b->nloads,
 										       sizeof(*b->loads)))))
 		return false;
