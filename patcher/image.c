@@ -159,6 +159,15 @@ bool cp_section_is_writable(const struct cp_section *s)
 	return (s->flags & SHF_ALLOC) && (s->flags & SHF_WRITE);
 }
 
+/* Whether the section owns its addresses in the process image. A TLS
+ * section without file bytes (.tbss) has addresses in the file, usually
+ * those of the sections after it (.init_array, .data.rel.ro in C++
+ * modules), but its memory is allocated per thread elsewhere. */
+bool cp_section_is_mapped(const struct cp_section *s)
+{
+	return (s->flags & SHF_ALLOC) && !((s->flags & SHF_TLS) && s->type == SHT_NOBITS);
+}
+
 const struct cp_section *cp_image_section_at(const cp_image *img, uint64_t va)
 {
 	size_t i;
@@ -166,7 +175,7 @@ const struct cp_section *cp_image_section_at(const cp_image *img, uint64_t va)
 	for (i = 0; i < img->nsec; i++) {
 		const struct cp_section *s = &img->sec[i];
 
-		if ((s->flags & SHF_ALLOC) && va >= s->addr && va - s->addr < s->size)
+		if (cp_section_is_mapped(s) && va >= s->addr && va - s->addr < s->size)
 			return s;
 	}
 	return NULL;

@@ -156,6 +156,9 @@ void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len);
 const uint8_t *cp_image_search(const cp_image *img, const struct cp_section *sec, uint64_t from,
 			       const void *needle, size_t n);
 
+/* Allocated and owning its addresses: not a TLS template without bytes
+ * (.tbss), whose addresses overlap the sections after it. */
+bool cp_section_is_mapped(const struct cp_section *s);
 bool cp_section_is_code(const struct cp_section *s);
 bool cp_section_is_rodata(const struct cp_section *s);   /* allocated, not exec, not writable */
 bool cp_section_is_writable(const struct cp_section *s);

@@ -50,6 +50,26 @@ CUDA_BINDINGS_13 = [("cuda-bindings", "13.0.3"), ("cuda-pathfinder", "1.3.3")]
 # cuda.bindings.cyruntime, imports cuda.bindings at Python level), and what
 # installing it next to cuda-python 12.5.0 needs besides.
 REAL_WHEELS = [("rmm-cu12", "25.2.0"), ("numpy", "2.1.3")]
+# The real-wheel corpus (tests/python/test_real_wheels.py, docs/real-wheels.md):
+# releases of RAPIDS and NVIDIA packages that cimport cuda-python, as PyPI
+# ships them for this interpreter, each with what importing it needs besides
+# cuda-python (installed with pip --no-deps next to each cuda-python), and the
+# layout its sources import (from the project's own sources at that tag:
+# "either" tries the bindings layout and falls back to the legacy one).
+REAL_CORPUS = [
+    # Cython 3.0.11, built against the legacy layout
+    (("rmm-cu12", "24.12.1"), "legacy", []),
+    # Cython 3.0.12, bindings: `from cuda.bindings import driver, runtime`
+    (("rmm-cu12", "25.4.0"), "bindings", [("librmm-cu12", "25.4.0"), ("rapids-logger", "0.1.19")]),
+    # Cython 3.1.1, C++ with thread_local (.tbss over .data.rel.ro)
+    (("rmm-cu12", "25.6.0"), "bindings", [("librmm-cu12", "25.6.0"), ("rapids-logger", "0.1.19")]),
+    # Cython 3.2.9, abi3, string blobs
+    (("rmm-cu12", "26.8.0"), "bindings", [("librmm-cu12", "26.8.0"), ("rapids-logger", "0.2.3")]),
+    # Cython 3.1.2: imports under try/except ImportError
+    (("cuda-core", "0.3.2"), "either", []),
+    # Cython 3.2.1 blobs, per-CUDA-major trees cu12/ and cu13/
+    (("cuda-core", "0.4.2"), "bindings", []),
+]
 # The last 12.x line: the cuda-bindings wheel, `cuda` a namespace package.
 CUDA_BINDINGS_129 = [("cuda-bindings", "12.9.4"), ("cuda-pathfinder", "1.3.3")]
 CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
@@ -441,6 +461,10 @@ def main(argv):
         ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
     real_wheels = {name: download_wheel(cache, name, version) for name, version in REAL_WHEELS}
+    real_corpus = [{"name": name, "version": version, "built": built,
+                    "wheel": download_wheel(cache, name, version),
+                    "deps": [download_wheel(cache, n, v) for n, v in deps]}
+                   for (name, version), built, deps in REAL_CORPUS]
     # a Cython extension that references nothing the rules map (bad input for a retarget)
     unmapped, _, why = build_ext(cache, os.path.join(cache, "unmapped"), "unmapped",
                                  "def answer():\n    return 42\n", PROVIDER_CYTHON, [])
@@ -454,7 +478,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "real_wheels": real_wheels, "foreign": foreign, "unmapped": unmapped, "entries": entries})
+        "real_wheels": real_wheels, "real_corpus": real_corpus, "foreign": foreign, "unmapped": unmapped, "entries": entries})
 
 
 if __name__ == "__main__":

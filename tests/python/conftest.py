@@ -110,10 +110,18 @@ RULES = Rules(os.path.join(ROOT, "rules", "cuda-python.rules"))
 CHECK_TABLE = []
 
 
+# test_real_wheels.py's rows: (wheel, mode, outcome), printed at the end
+REAL_TABLE = []
+
+
 def pytest_terminal_summary(terminalreporter):
+    tr = terminalreporter
+    if REAL_TABLE:
+        tr.section("cypatch repair on real wheels (exit 0 and behaving as built, or exit 2 and nothing written)")
+        for wheel, mode, outcome in sorted(REAL_TABLE):
+            tr.write_line("%-18s | %-8s | %s" % (wheel, mode, outcome))
     if not CHECK_TABLE:
         return
-    tr = terminalreporter
     tr.section("cypatch check predicted, cypatch verify observed (they agree on every row)")
     outcomes = {}
     for consumer, form, env, outcome in CHECK_TABLE:

@@ -1,0 +1,180 @@
+"""Real wheels from PyPI (samples/build_corpus.py REAL_CORPUS): what `show`
+finds in them, and `repair` in every mode judged by pip installing the
+output next to a real cuda-python and CPython importing every extension
+module and calling through it, against the original in the layout it was
+built for. A repair either exits 0 with a wheel that behaves like the
+original, or exits 2 with one line and nothing written (docs/real-wheels.md).
+"""
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import MANIFEST, REAL_TABLE, cypatch, show_json
+
+PY = sys.executable
+REAL = MANIFEST.get("real_corpus", [])
+WHEELS = os.path.join(os.path.dirname(MANIFEST["real_wheels"]["numpy"]))
+NUMPY = "numpy==2.1.3"
+
+# the cuda-python environments a wheel meets, by what pip installs
+ENVIRONMENTS = {
+    "cuda-python 12.5.0": ["cuda-python==12.5.0"],
+    "cuda-python 12.6.2.post1": ["cuda-python==12.6.2.post1"],
+    "cuda-bindings 12.9.4": MANIFEST["cuda_bindings_129"]["requirements"],
+    "cuda-bindings 13.0.3": MANIFEST["cuda_bindings_13"]["requirements"],
+}
+# where each layout is judged: legacy has only 12.5.0; the CUDA 12 packages
+# here need 12.x, and bindings-built rmm 26.08 needs cuda-bindings >= 12.9.2
+TARGET_ENVS = {"legacy": ["cuda-python 12.5.0"], "bindings": ["cuda-bindings 12.9.4"],
+               "fallback": ["cuda-python 12.5.0", "cuda-bindings 12.9.4"]}
+HOME = {"legacy": "cuda-python 12.5.0", "bindings": "cuda-bindings 12.9.4"}
+
+# What a call through the package reaches without a GPU: cuda-python's
+# dlopen of the driver (or the runtime's error for it).
+CALLS = {
+    "rmm-cu12": "import rmm\nrmm.DeviceBuffer(size=8)\n",
+    "cuda-core": "from cuda.core.experimental import Device\nDevice()\n",
+}
+
+# How each cuda-python says that the call reached it and found no driver.
+NO_DRIVER = ("Failed to dlopen libcuda.so.1", "cudaErrorInsufficientDriver", "CUDA_ERROR_NO_DEVICE",
+             "cudaErrorNoDevice", "CUDA_ERROR_NOT_FOUND")
+
+
+def observed(outcomes):
+    """The outcomes with the call's no-driver error, which differs between
+    cuda-python releases, reduced to the fact that the call reached one."""
+    out = dict(outcomes)
+    if any(s in out["call"] for s in NO_DRIVER):
+        out["call"] = "reached cuda-python, which found no driver"
+    return out
+
+
+OUTCOMES = r"""
+import importlib, json, sys
+out = {}
+for m in sys.argv[1:]:
+    try:
+        importlib.import_module(m)
+        out[m] = "imported"
+    except BaseException as e:
+        out[m] = "%s: %s" % (type(e).__name__, e)
+try:
+    exec(compile(sys.stdin.read(), "call", "exec"), {})
+    out["call"] = "returned"
+except BaseException as e:
+    out["call"] = "%s: %s" % (type(e).__name__, e)
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def wheel_id(w):
+    return "%s-%s" % (w["name"], w["version"])
+
+
+def extension_modules(wheel):
+    """The dotted names of the wheel's extension modules."""
+    out = []
+    for name in zipfile.ZipFile(wheel).namelist():
+        base = os.path.basename(name)
+        if base.endswith(".so") and "." in base[:-3] and not name.startswith(("/", "..")):
+            out.append(os.path.dirname(name).replace("/", ".") + "." + base.split(".")[0])
+    return sorted(out)
+
+
+class Env:
+    """A venv with one cuda-python environment, numpy and a wheel's deps."""
+
+    def __init__(self, path, reqs):
+        self.path = path
+        subprocess.run([PY, "-m", "venv", str(path)], check=True)
+        self.py = str(path / "bin" / "python")
+        self.pip("--find-links", WHEELS, NUMPY, *reqs)
+
+    def pip(self, *args):
+        subprocess.run([self.py, "-m", "pip", "install", "-q", "--no-index", "--disable-pip-version-check"]
+                       + list(args), check=True, stdout=subprocess.DEVNULL)
+
+    def outcomes(self, real, wheel, cwd):
+        self.pip("--no-deps", "--force-reinstall", *real["deps"], wheel)
+        proc = subprocess.run([self.py, "-c", OUTCOMES] + extension_modules(wheel), cwd=str(cwd),
+                              input=CALLS[real["name"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=300, env=dict(os.environ, PYTHONNOUSERSITE="1"))
+        assert proc.returncode == 0, proc.stderr
+        return observed(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def envs(tmp_path_factory):
+    made = {}
+
+    def get(name):
+        if name not in made:
+            made[name] = Env(tmp_path_factory.mktemp(name.replace(" ", "-")), ENVIRONMENTS[name])
+        return made[name]
+    return get
+
+
+def extract(wheel, member, tmp_path):
+    with zipfile.ZipFile(wheel) as z:
+        return z.extract(member, str(tmp_path))
+
+
+def real(name, version):
+    for w in REAL:
+        if w["name"] == name and w["version"] == version:
+            return w
+    pytest.fail("%s %s is not in the real corpus: rerun samples/build_corpus.py" % (name, version))
+
+
+def refs(path):
+    return show_json(path, "--all")["references"]
+
+
+# -- what show finds --------------------------------------------------------
+
+def test_python_imports_are_found_in_a_cxx_module_with_thread_locals(tmp_path):
+    """rmm 25.06's memory_resource.pyx line 32, `from cuda.bindings import
+    driver, runtime`: its string table lies in .data.rel.ro, at addresses
+    that .tbss (the C++ thread_local template) also spans; the table's
+    entries were read as bytes of .tbss, which has none, and the import was
+    reported as a mere string (repair then passed it by)."""
+    so = extract(real("rmm-cu12", "25.6.0")["wheel"],
+                 "rmm/pylibrmm/memory_resource.cpython-311-x86_64-linux-gnu.so", tmp_path)
+    found = {(r["kind"], r.get("package"), r.get("name")) for r in refs(so)}
+    assert ("fromimport", "cuda.bindings", "driver") in found, found
+    assert ("fromimport", "cuda.bindings", "runtime") in found, found
+    assert ("pyimport", None, None) in found or any(k == "pyimport" for k, _, _ in found), found
+
+
+# -- repair: exit 0 and working, or exit 2 and nothing written ---------------
+
+@pytest.mark.parametrize("mode", ["legacy", "bindings", "fallback"])
+@pytest.mark.parametrize("w", REAL, ids=[wheel_id(w) for w in REAL])
+def test_repair_works_or_refuses_with_nothing_written(w, mode, envs, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = cypatch("repair", "-w", str(out), "-t", mode, "--relax-requires", w["wheel"])
+    written = os.listdir(str(out))
+    if proc.returncode != 0:
+        assert proc.returncode == 2, (proc.returncode, proc.stderr)
+        assert written == [], written
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        REAL_TABLE.append((wheel_id(w), mode, "refused: " + proc.stderr.strip().split(": ", 1)[-1]))
+        return
+    assert written == [os.path.basename(w["wheel"])], written
+    repaired = str(out / written[0])
+    for env_name in TARGET_ENVS[mode]:
+        # the oracle: the original in the environment it was built for (a
+        # wheel whose sources try either layout: in the same one)
+        home = HOME.get(w["built"], env_name)
+        want = envs(home).outcomes(w, w["wheel"], tmp_path)
+        got = envs(env_name).outcomes(w, repaired, tmp_path)
+        diff = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
+        assert not diff, "%s repaired -t %s, under %s, against the original under %s: %s" % (
+            wheel_id(w), mode, env_name, home, diff)
+    REAL_TABLE.append((wheel_id(w), mode, "repaired; behaves as built under %s" % ", ".join(TARGET_ENVS[mode])))
