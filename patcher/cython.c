@@ -49,9 +49,8 @@ static bool from_symbols(cp_scan *s)
 	return false;
 }
 
-/* A 0.29 module without CyFunctions names no ABI module; "cython_runtime"
- * (the module it registers) still marks it. */
-static bool has_runtime_marker(const cp_scan *s)
+/* Whether a read-only data section holds the needle. */
+static bool rodata_holds(const cp_scan *s, const char *needle, size_t n)
 {
 	size_t i;
 
@@ -59,10 +58,31 @@ static bool has_runtime_marker(const cp_scan *s)
 		const struct cp_section *sec = &s->img->sec[i];
 		const uint8_t *d = cp_image_bytes(s->img, sec->offset, sec->size);
 
-		if (d && cp_section_is_rodata(sec) && !cp_section_is_device_code(sec) && cp_image_search(s->img, sec, 0, "\0cython_runtime\0", 16))
+		if (d && cp_section_is_rodata(sec) && !cp_section_is_device_code(sec) &&
+		    cp_image_search(s->img, sec, 0, needle, n))
 			return true;
 	}
 	return false;
+}
+
+/* A module without CyFunctions may name no ABI module (0.29 always, and
+ * 3.x limited-API builds: rmm 26.08's helper.abi3.so); "cython_runtime"
+ * (the module it registers) still marks it. */
+static bool has_runtime_marker(const cp_scan *s)
+{
+	static const char marker[] = "\0cython_runtime\0";
+
+	return rodata_holds(s, marker, sizeof(marker) - 1);
+}
+
+/* Cython 3.2+ decompresses its string blob at import and says so when it
+ * cannot ("... cannot initialise module strings. String compression was
+ * configured ..."): such a module is no 0.29 one, whatever else it lacks. */
+static bool has_blob_marker(const cp_scan *s)
+{
+	static const char marker[] = "cannot initialise module strings";
+
+	return rodata_holds(s, marker, sizeof(marker) - 1);
 }
 
 void cp_cython_version(cp_scan *s)
@@ -87,7 +107,15 @@ void cp_cython_version(cp_scan *s)
 	if (!has_runtime_marker(s))
 		return;
 	s->is_cython = true;
-	if (!from_symbols(s)) {
+	if (from_symbols(s))
+		return;
+	if (has_blob_marker(s)) {
+		/* the version is not written down; 3.2 is the least it can be */
+		s->cy_major = 3;
+		s->cy_minor = 2;
+		s->cy_patch = -1;
+		snprintf(s->cython, sizeof(s->cython), "3.2+");
+	} else {
 		s->cy_major = 0;
 		s->cy_minor = 29;
 		s->cy_patch = -1;

@@ -179,6 +179,9 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 		st = CP_OK;
 		goto done;
 	}
+	/* "needs nothing" is a finding too: not made on what the scan could not see */
+	if (!st && scan->incomplete[0])
+		st = cp_fail(err, CP_E_INPUT, "%s: %s", in, scan->incomplete);
 	if (!st && !scan->layouts_seen) {
 		res->outcome = CP_NOTHING_MAPPED;
 		goto done;

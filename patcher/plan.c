@@ -577,10 +577,9 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	pl.rules = scan->rules;
 	pl.p = plan;
 	pl.err = err;
-	/* names inside a blob the scan could not read would be left behind */
-	if ((scan->cy_major > 3 || (scan->cy_major == 3 && scan->cy_minor >= 2)) && !scan->nblobs)
-		return cp_fail(err, CP_E_INPUT, "%s: Cython %s module whose string blob was not recovered; "
-			       "the names inside it cannot be rewritten", img->path, scan->cython);
+	/* names the scan could not see would be left behind */
+	if (scan->incomplete[0])
+		return cp_fail(err, CP_E_INPUT, "%s: %s", img->path, scan->incomplete);
 	st = cp_dis_open(&pl.dis, err);
 	if (st)
 		return st;

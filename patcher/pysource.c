@@ -115,6 +115,65 @@ static int stmt_layout(const cp_rules *r, const struct stmt *st)
 	return cp_rules_package_layout(r, st->pkg);
 }
 
+/* The layout of a dotted name: a mapped module's, or that of the longest
+ * prefix that is a package of one layout only (cuda.bindings.nvjitlink and
+ * cuda.bindings are the bindings layout's, with no legacy counterpart);
+ * -1 when it says nothing (cuda, cuda.core). */
+static int name_layout(const cp_rules *r, const char *name)
+{
+	char buf[400];
+	size_t n = strlen(name);
+	int lay = cp_rules_module_layout(r, name);
+
+	if (lay >= 0 || n >= sizeof(buf))
+		return lay;
+	memcpy(buf, name, n + 1);
+	for (;;) {
+		char *dot;
+
+		if ((lay = cp_rules_package_layout(r, buf)) >= 0)
+			return lay;
+		if (!(dot = strrchr(buf, '.')))
+			return -1;
+		*dot = '\0';
+	}
+}
+
+/* The layout of some module an import statement's text names (any shape:
+ * `import a.b`, `from P import (a, b`), or -1. Names after `import` in a
+ * from-statement are tried as P.name too. */
+static int text_layout(const cp_rules *r, const char *text)
+{
+	const char *p = text;
+	char pkg[256] = "", tok[256], full[520];
+	bool from = false, names = false;
+	int lay;
+
+	while (*p) {
+		if (!(isalnum((unsigned char)*p) || *p == '_')) {
+			p++;
+			continue;
+		}
+		dotted(&p, tok, sizeof(tok));
+		if (!strcmp(tok, "from") && !names)
+			from = true;
+		else if (!strcmp(tok, "import"))
+			names = true;
+		else if (!strcmp(tok, "as"))
+			dotted(&p, tok, sizeof(tok)); /* the alias names nothing */
+		else if ((lay = name_layout(r, tok)) >= 0)
+			return lay;
+		else if (from && !names)
+			snprintf(pkg, sizeof(pkg), "%s", tok);
+		else if (from && pkg[0]) {
+			snprintf(full, sizeof(full), "%s.%s", pkg, tok);
+			if ((lay = name_layout(r, full)) >= 0)
+				return lay;
+		}
+	}
+	return -1;
+}
+
 /* The statement for layout `to`, into o; false when a name has no place there. */
 static bool translate(const cp_rules *r, const struct stmt *st, int to, struct out *o)
 {
@@ -185,9 +244,11 @@ static void names_tuple(const struct stmt *st, struct out *o)
 	puts_(o, ")");
 }
 
-/* One line: rewritten into o, or copied. */
-static void line(const cp_rules *r, const char *layout, const char *s, size_t n, struct out *o,
-		 struct cp_pysource_counts *c)
+/* One line: rewritten into o, or copied. Returns the layout of a module
+ * an import statement copied as it was names, when that layout is not the
+ * target (fallback: any layout); else -1. */
+static int line(const cp_rules *r, const char *layout, const char *s, size_t n, struct out *o,
+		struct cp_pysource_counts *c)
 {
 	char text[1024], stmt_text[1024];
 	size_t ind = 0, k;
@@ -199,7 +260,7 @@ static void line(const cp_rules *r, const char *layout, const char *s, size_t n,
 		ind++;
 	if (n - ind >= sizeof(text) || n == ind) {
 		put(o, s, n);
-		return;
+		return -1;
 	}
 	memcpy(text, s + ind, n - ind);
 	text[n - ind] = '\0';
@@ -208,21 +269,27 @@ static void line(const cp_rules *r, const char *layout, const char *s, size_t n,
 	stmt_text[k] = '\0';
 	while (k && stmt_text[k - 1] == ' ')
 		stmt_text[--k] = '\0';
+	to = fallback ? -1 : cp_rules_layout_index(r, layout);
 	if (!parse(stmt_text, &st)) {
 		/* an import of another shape (parentheses, continuation, several
 		 * modules, `import a.b.c` used through attributes) naming cuda */
+		bool import = !strncmp(stmt_text, "from ", 5) || !strncmp(stmt_text, "import ", 7);
+
 		c->left += (!strncmp(text, "from cuda", 9) || !strncmp(text, "import cuda", 11));
 		put(o, s, n);
-		return;
+		lay = import ? text_layout(r, stmt_text) : -1;
+		return lay == to ? -1 : lay;
 	}
 	if ((lay = stmt_layout(r, &st)) < 0) {
 		put(o, s, n);
-		return;
+		lay = text_layout(r, stmt_text);
+		return lay == to ? -1 : lay;
 	}
-	to = fallback ? !lay : cp_rules_layout_index(r, layout);
+	if (fallback)
+		to = !lay;
 	if (to == lay) {
 		put(o, s, n);
-		return;
+		return -1;
 	}
 	if (fallback) {
 		struct out alt = { 0 };
@@ -231,7 +298,7 @@ static void line(const cp_rules *r, const char *layout, const char *s, size_t n,
 			free(alt.p);
 			c->left++;
 			put(o, s, n);
-			return;
+			return lay;
 		}
 		put(o, s, ind);
 		puts_(o, "try:\n");
@@ -259,12 +326,13 @@ static void line(const cp_rules *r, const char *layout, const char *s, size_t n,
 			o->n = mark;
 			c->left++;
 			put(o, s, n);
-			return;
+			return lay;
 		}
 		if (text[k] == '#')
 			puts_(o, "  "), puts_(o, text + k);
 	}
 	c->rewritten++;
+	return -1;
 }
 
 /* The line at p without its indent, its length in *n; the next line's
@@ -298,6 +366,122 @@ static size_t earlier_block(const char *p, const char *end)
 	return i == 6 ? (size_t)(q - p) : 0;
 }
 
+/* The indentation of the line at p (tabs count as one), or -1 when it
+ * holds no statement (blank, or a comment). */
+static int indent_of(const char *p, const char *end)
+{
+	int n = 0;
+
+	while (p + n < end && (p[n] == ' ' || p[n] == '\t'))
+		n++;
+	return p + n == end || p[n] == '\n' || p[n] == '\r' || p[n] == '#' ? -1 : n;
+}
+
+static const char *line_start(const char *src, const char *p)
+{
+	while (p > src && p[-1] != '\n')
+		p--;
+	return p;
+}
+
+/* Whether the line at p (after its indent) begins with the word w. */
+static bool begins(const char *p, const char *end, const char *w)
+{
+	size_t n = strlen(w);
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return (size_t)(end - p) >= n && !memcmp(p, w, n) &&
+	       ((size_t)(end - p) == n || !(isalnum((unsigned char)p[n]) || p[n] == '_'));
+}
+
+/* An except clause at p that catches a failed import: bare, or naming
+ * ImportError, ModuleNotFoundError, Exception or BaseException. */
+static bool catches_import_error(const char *p, const char *end)
+{
+	const char *eol = memchr(p, '\n', (size_t)(end - p));
+	size_t n = (size_t)((eol ? eol : end) - p);
+	static const char *const names[] = { "ImportError", "ModuleNotFoundError", "Exception", "BaseException" };
+	char text[256];
+	size_t i;
+
+	while (n && (*p == ' ' || *p == '\t'))
+		p++, n--;
+	if (n >= sizeof(text))
+		return false;
+	memcpy(text, p, n);
+	text[n] = '\0';
+	if (!strncmp(text, "except:", 7))
+		return true;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strstr(text, names[i]))
+			return true;
+	return false;
+}
+
+/* Whether the block whose body starts at p (lines indented more than
+ * `ind`) raises: a handler that re-raises does not save the import. */
+static bool block_raises(const char *p, const char *end, int ind)
+{
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		int k = indent_of(p, end);
+
+		if (k >= 0 && k <= ind)
+			return false;
+		if (k >= 0 && begins(p, end, "raise"))
+			return true;
+		p = eol ? eol + 1 : end;
+	}
+	return false;
+}
+
+/*
+ * Whether the statement at `at` is guarded: its enclosing block is `if
+ * TYPE_CHECKING:` (never run), or the body of a `try:` one of whose
+ * handlers catches the import's failure without raising again. Only the
+ * innermost block is read; anything else counts as unguarded.
+ */
+static bool guarded(const char *src, const char *end, const char *at)
+{
+	const char *p = line_start(src, at), *head = NULL;
+	int ind = indent_of(p, end), k;
+
+	if (ind <= 0)
+		return false;
+	while (p > src) {
+		p = line_start(src, p - 1);
+		k = indent_of(p, end);
+		if (k >= 0 && k < ind) {
+			head = p;
+			ind = k;
+			break;
+		}
+	}
+	if (!head)
+		return false;
+	if (begins(head, end, "if") && (strstr(head, "TYPE_CHECKING") &&
+					 strstr(head, "TYPE_CHECKING") < (const char *)memchr(head, '\n', (size_t)(end - head))))
+		return true;
+	if (!begins(head, end, "try:") && !begins(head, end, "try"))
+		return false;
+	for (p = head; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		p = eol ? eol + 1 : end;
+		k = indent_of(p, end);
+		if (k < 0 || k > ind)
+			continue;
+		if (k < ind || !begins(p, end, "except"))
+			return false;
+		if (catches_import_error(p, end) && !block_raises(memchr(p, '\n', (size_t)(end - p)) ?
+								 (const char *)memchr(p, '\n', (size_t)(end - p)) + 1 : end,
+								 end, ind))
+			return true;
+	}
+	return false;
+}
+
 cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules, const char *layout,
 			      char **out, size_t *outlen, struct cp_pysource_counts *c, cp_error *err)
 {
@@ -305,17 +489,32 @@ cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules
 	const char *p = src, *end = src + len;
 	bool fallback = !strcmp(layout, "fallback");
 
+	int lineno = 1;
+
 	memset(c, 0, sizeof(*c));
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((eol ? eol : end) - p), kept = fallback ? earlier_block(p, end) : 0;
+		size_t n = (size_t)((eol ? eol : end) - p), kept = fallback ? earlier_block(p, end) : 0, k;
 
 		if (kept) {
+			for (k = 0; k < kept; k++)
+				lineno += p[k] == '\n';
 			put(&o, p, kept);
 			p += kept;
 			continue;
 		}
-		line(rules, layout, p, n, &o, c);
+		int lay = line(rules, layout, p, n, &o, c);
+
+		if (lay >= 0 && !guarded(src, end, p) && !c->unhandled++) {
+			const char *t = p;
+
+			while (t < p + n && (*t == ' ' || *t == '\t'))
+				t++;
+			c->first_line = lineno;
+			c->first_layout = lay;
+			snprintf(c->first, sizeof(c->first), "%.*s", (int)(p + n - t - (n && p[n - 1] == '\r')), t);
+		}
+		lineno++;
 		if (eol)
 			put(&o, "\n", 1);
 		p = eol ? eol + 1 : end;

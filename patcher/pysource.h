@@ -18,6 +18,14 @@
 struct cp_pysource_counts {
 	int rewritten;  /* statements rewritten */
 	int left;       /* import lines naming cuda of a shape not rewritten */
+	/* import statements that run unguarded (not under a handler of
+	 * ImportError, not under `if TYPE_CHECKING:`) and name a module or a
+	 * layout-specific package of a layout the output must not need
+	 * (fallback: of either layout), which were not rewritten: the first
+	 * one's line number and text. The wheel cannot work then. */
+	int unhandled;
+	int first_line, first_layout;
+	char first[160];
 };
 
 cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules, const char *layout,

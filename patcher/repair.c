@@ -10,6 +10,7 @@
 #include "repair_job.h"
 #include "error.h"
 #include "pysource.h"
+#include "rules.h"
 #include "requires.h"
 #include "wheel.h"
 
@@ -191,6 +192,15 @@ static cp_status rewrite_sources(struct job *j)
 		free(text);
 		if (st || !out)
 			continue;
+		if (c.unhandled) {
+			free(out);
+			return cp_fail(j->err, CP_E_INPUT, "%s: %s line %d: `%s` imports from the %s layout, and "
+				       "cypatch has no rewrite of it for the %s layout%s",
+				       j->w->path, j->w->m[i].name, c.first_line, c.first,
+				       j->rules->layout[c.first_layout],
+				       j->rules->layout[!c.first_layout],
+				       c.unhandled > 1 ? " (nor of later lines like it)" : "");
+		}
 		j->res->left += c.left;
 		if (!c.rewritten) {
 			free(out);

@@ -154,6 +154,10 @@ struct cp_scan {
 	char **pynames;          /* the module's Python-level names (string table or blob) */
 	size_t npynames;
 	char **notes;            /* what the scan could not settle */
+	/* why the scan cannot vouch that it saw every reference (a string
+	 * blob it could not recover), or "": nothing may be patched or passed
+	 * as needing nothing then (patch.c) */
+	char incomplete[256];
 	size_t nnotes, capnotes;
 	unsigned layouts_seen;   /* bit per layout */
 	bool fallback;           /* fallback stubs injected by cypatch */

@@ -653,9 +653,12 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
 		if (st)
 			return st;
 	}
-	if (!s->nblobs)
+	if (!s->nblobs) {
+		snprintf(s->incomplete, sizeof(s->incomplete), "Cython %s module whose string blob was not "
+			 "recovered; the names inside it cannot be seen", s->cython);
 		return cp_scan_note(s, err, "Cython %s module: no string blob was recovered; "
 				    "names inside it are not reported", s->cython);
+	}
 	return CP_OK;
 }
 

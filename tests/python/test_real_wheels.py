@@ -151,6 +151,29 @@ def test_python_imports_are_found_in_a_cxx_module_with_thread_locals(tmp_path):
     assert ("pyimport", None, None) in found or any(k == "pyimport" for k, _, _ in found), found
 
 
+def test_a_module_that_names_no_version_but_decompresses_strings_is_no_029_one(tmp_path):
+    """rmm 26.08's helper.abi3.so (limited API, no CyFunction) names no
+    _cython_3_2_9 ABI module; it was reported as Cython 0.29, and a 0.29
+    module has no string blob to miss, so nothing said its names were
+    unseen. Its message for a failed decompression marks it 3.2 or later."""
+    so = extract(real("rmm-cu12", "26.8.0")["wheel"], "rmm/pylibrmm/helper.abi3.so", tmp_path)
+    assert show_json(so)["cython"] == "3.2+"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "bindings", "fallback"])
+def test_a_module_whose_blob_is_not_recovered_is_not_passed_as_needing_nothing(mode, tmp_path):
+    """rmm 26.08's memory_resource/_memory_resource.abi3.so imports
+    cuda.bindings inside a string blob the scan does not recover: it was
+    reported as "no-mapped-reference", and `repair -t fallback` exited 0
+    with a wheel whose import still fails under cuda-python 12.5.0."""
+    so = extract(real("rmm-cu12", "26.8.0")["wheel"],
+                 "rmm/pylibrmm/memory_resource/_memory_resource.abi3.so", tmp_path)
+    proc = cypatch("--target-layout", mode, "-o", str(tmp_path / "out.so"), so)
+    assert proc.returncode == 2, proc.stdout
+    assert "string blob was not recovered; the names inside it cannot be seen" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "out.so").exists()
+
+
 # -- repair: exit 0 and working, or exit 2 and nothing written ---------------
 
 @pytest.mark.parametrize("mode", ["legacy", "bindings", "fallback"])

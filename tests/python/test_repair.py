@@ -211,6 +211,45 @@ def test_corpus_wheel_repaired_with_fallback_works_under_both_layouts(layout, tm
         assert p.returncode == 0, p.stderr
 
 
+# Python sources whose imports cypatch cannot rewrite for the target: run
+# at import (refused) or guarded (left alone). cuda-core 0.4.2's
+# __init__.py begins with the first one; its _linker.py has the last two.
+SOURCES = {
+    "top-level": ("from cuda import bindings\n", "refused", 1),
+    "handler-raises": ("try:\n    from cuda import bindings\nexcept ImportError:\n"
+                       "    raise ImportError('cuda.bindings must be installed') from None\n", "refused", 2),
+    "submodule": ("import os\nimport cuda.bindings.nvjitlink\n", "refused", 2),
+    "parenthesised": ("from cuda.bindings import (\n    nvjitlink,\n)\n", "refused", 1),
+    "handled": ("def f():\n    try:\n        from cuda.bindings import nvjitlink\n"
+                "    except ImportError:\n        return None\n", "kept", 0),
+    "type-checking": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import cuda.bindings\n", "kept", 0),
+    "other-package": ("from numba import cuda\nfrom cuda.core import x\n", "kept", 0),
+}
+
+
+@pytest.mark.parametrize("layout", ["legacy", "fallback"])
+@pytest.mark.parametrize("case", sorted(SOURCES))
+def test_python_imports_the_target_cannot_satisfy_are_refused_unless_guarded(case, layout, tmp_path):
+    """`from cuda import bindings` has no legacy counterpart: a wheel whose
+    sources run it at import cannot work under cuda-python 12.5, whatever
+    its extensions become (cuda-core 0.4.2 repaired with -t fallback used to
+    exit 0 and then fail with `ImportError: cuda.bindings 12.x or 13.x must
+    be installed`)."""
+    text, want, line = SOURCES[case]
+    wheel = make_wheel(str(tmp_path / "demo-1.0-py3-none-any.whl"), {"demo/__init__.py": text.encode()})
+    out = tmp_path / "out"
+    proc = repair(wheel, out, layout, check=None)
+    if want == "refused":
+        assert proc.returncode == 2, proc.stdout
+        assert proc.stderr.count("\n") == 1 and "demo/__init__.py line %d: `" % line in proc.stderr, proc.stderr
+        assert "imports from the bindings layout, and cypatch has no rewrite of it for the legacy layout" \
+            in proc.stderr
+        assert not out.exists() or os.listdir(str(out)) == []
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert "needs nothing" in proc.stdout
+
+
 def test_wheel_that_needs_nothing_is_copied(tmp_path):
     wheel = make_wheel(str(tmp_path / "demo-1.0-py3-none-any.whl"), {"demo/__init__.py": b"x = 1\n"})
     proc = repair(wheel, tmp_path / "out", "fallback")
