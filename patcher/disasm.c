@@ -573,6 +573,13 @@ bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *im
 	return false;
 }
 
+unsigned cp_dis_operand_size(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	if (!decode_at(d, img, addr) || d->insn->detail->x86.op_count == 0)
+		return 0;
+	return d->insn->detail->x86.operands[0].size;
+}
+
 bool cp_dis_displacement(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
 			 uint8_t *disp_size, int64_t *value)
 {

@@ -77,6 +77,10 @@ bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *tar
 bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,
 		      uint8_t *imm_size, int64_t *value);
 
+/* The size in bytes of the first operand of the instruction at addr (what
+ * an immediate of it is extended to), or 0 when it cannot be decoded. */
+unsigned cp_dis_operand_size(cp_dis *d, const cp_image *img, uint64_t addr);
+
 /* The displacement of a memory operand based on a register other than rip
  * ([rbx + 0x82]): where it sits, its size, its value; false if none. */
 bool cp_dis_displacement(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,

@@ -209,6 +209,9 @@ static void reg_write(struct eval *e, x86_reg r, unsigned size, struct aval a)
 	d->v = (d->v & ~size_mask(size)) | (a.v & size_mask(size));
 	d->known = (d->known & ~size_mask(size)) | (a.known & size_mask(size));
 	d->v &= d->known;
+	/* the last instruction to set part of it (`or al, 0xb3` after a load
+	 * of the word): where an immediate of the value is */
+	d->origin = a.origin;
 }
 
 /* A memory operand's frame offset, when its base is the frame and it has no

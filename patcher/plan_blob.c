@@ -272,12 +272,27 @@ static cp_status patch_imm(struct planner *pl, uint64_t insn, uint64_t mask, uin
 	uint64_t foff;
 	uint8_t bytes[4];
 
-	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v) || ((uint64_t)v & mask) != oldv)
+	bool byte_op;
+
+	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx holds no immediate for length %llu",
+			       pl->img->path, (unsigned long long)insn, (unsigned long long)oldv);
+	/* `or al, 0xb3` holds the low 8 bits of a wider field (whose bit 8 an
+	 * `and ax, 0xfe00` before it cleared): its immediate is not extended */
+	byte_op = size == 1 && cp_dis_operand_size(&pl->dis, pl->img, insn) == 1;
+	if (byte_op) {
+		mask &= 0xff;
+		v = (int64_t)(uint8_t)v;
+	}
+	if (((uint64_t)v & mask) != oldv)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not hold length %llu "
 			       "as the scan found", pl->img->path, (unsigned long long)insn,
 			       (unsigned long long)oldv);
+	if (newv & ~mask)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: length %llu does not fit the bits the instruction at %#llx "
+			       "sets", pl->img->path, (unsigned long long)newv, (unsigned long long)insn);
 	nv = (int64_t)(((uint64_t)v & ~mask) | newv);
-	if (size == 1 && mask <= 0xff) /* an 8-bit field stored whole, or or'ed in */
+	if (size == 1 && (mask <= 0xff || byte_op)) /* an 8-bit field stored whole, or or'ed in */
 		nv = (int8_t)(uint8_t)nv;
 	if (!fits_imm(nv, size) || !cp_plan_file_off(pl, insn + off, size, &foff))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: length %llu does not fit the %u-byte immediate at %#llx",
