@@ -188,6 +188,34 @@ static cp_status literal_refs(cp_scan *s, cp_error *err)
 	return CP_OK;
 }
 
+/*
+ * A literal that names a mapped module and that no instruction, relocation
+ * or table the scan reads points at is used some way the scan does not
+ * follow (gcc -mcmodel=large builds addresses from the GOT and 64-bit
+ * offsets): the scan cannot vouch for the module then. A file cypatch
+ * wrote (it has the .cypatch section) keeps the literals it moved, dead.
+ */
+static cp_status unreached_literals(cp_scan *s, cp_error *err)
+{
+	size_t i;
+
+	if (s->incomplete[0] || cp_image_section(s->img, ".cypatch"))
+		return CP_OK;
+	for (i = 0; i < s->nstrs; i++) {
+		const struct cp_string *str = &s->strs[i];
+
+		if (str->nsites)
+			continue;
+		snprintf(s->incomplete, sizeof(s->incomplete),
+			 "\"%.60s\" (%s %#llx) names %s, and nothing the scan reads points at it "
+			 "(code it cannot follow, such as gcc -mcmodel=large)",
+			 (const char *)s->img->data + str->off, str->section, (unsigned long long)str->va,
+			 str->module);
+		return cp_scan_note(s, err, "%s", s->incomplete);
+	}
+	return CP_OK;
+}
+
 static cp_status check_module(cp_scan *s, cp_error *err)
 {
 	size_t i;
@@ -297,6 +325,8 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 		st = cp_scan_blob_refs(s, err);
 	if (!st)
 		st = cp_scan_from_imports(s, err);
+	if (!st)
+		st = unreached_literals(s, err);
 	if (s->dis.insn)
 		cp_dis_close(&s->dis);
 	if (st) {

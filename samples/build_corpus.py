@@ -191,16 +191,25 @@ def ensure_foreign(cache):
     return out
 
 
+# flags a variant passes to the link as well as to the compiler
+LINK_TOO = ("-flto", "-mcmodel=large")
+
+
 def compile_cmds(c_file, so_file, includes, defines=(), flags=None):
     cc = shlex.split(sysconfig.get_config_var("CC"))
     cflags = shlex.split(sysconfig.get_config_var("CFLAGS") or "")
-    ldflags = [f for f in (flags or []) if f.startswith("-Wl,")]
+    ldflags = [f for f in (flags or []) if f.startswith("-Wl,") or f in LINK_TOO]
+    ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
     if flags:  # a compiler variant: its own compiler, optimisation and linker flags
         cc = [flags[0]]
-        cflags = [f for f in cflags if not f.startswith("-O")] + [f for f in flags[1:] if f not in ldflags]
+        cflags = [f for f in cflags if not f.startswith("-O")] + \
+                 [f for f in flags[1:] if not f.startswith("-Wl,")]
+    if c_file.endswith(".cpp"):  # C++ mode: the C++ compiler and its runtime, as setuptools does
+        cc = [sysconfig.get_config_var("CXX").split()[0] if cc[0] in ("gcc", "cc") else cc[0]]
+        cflags = [f for f in cflags if f not in ("-std=c11", "-Wstrict-prototypes")]
+        ldshared = [cc[0]] + ldshared[1:]
     ccshared = shlex.split(sysconfig.get_config_var("CCSHARED") or "")
-    ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
-    obj = c_file[:-2] + ".o"
+    obj = c_file.rsplit(".", 1)[0] + ".o"
     incs = ["-I" + i for i in includes + [sysconfig.get_paths()["include"]]]
     defs = ["-D" + d for d in defines]
     return [cc + cflags + ccshared + defs + incs + ["-c", c_file, "-o", obj],
@@ -208,20 +217,22 @@ def compile_cmds(c_file, so_file, includes, defines=(), flags=None):
 
 
 def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key,
-                          defines=(), flags=None):
-    """Runs Cython on cwd/pyx_rel and compiles the C into so, unless so was
-    built from the same key. Returns an error text, or None."""
+                          defines=(), flags=None, post=()):
+    """Runs Cython on cwd/pyx_rel (C++ when c_rel ends in .cpp) and compiles
+    the C into so, then runs each command of post on it, unless so was built
+    from the same key. Returns an error text, or None."""
     stamp = so[:-len(EXT)] + ".key"
     if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
         return None
     env = dict(os.environ, PYTHONPATH=cython_path)
-    args = [sys.executable, "-m", "cython", "-3"]
+    args = [sys.executable, "-m", "cython", "-3"] + (["--cplus"] if c_rel.endswith(".cpp") else [])
     for inc in includes:
         args += ["-I", inc]
     rc, out = run(args + [pyx_rel, "-o", c_rel], cwd=cwd, env=env)
     if rc:
         return "Cython cannot compile it: %s" % last_error(out)
-    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes), defines, flags):
+    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes), defines, flags) + \
+            [list(p) + [so] for p in post]:
         rc, out = run(cmd, cwd=cwd)
         if rc:
             return "the C compiler failed: %s" % last_error(out)
@@ -230,20 +241,23 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     return None
 
 
-def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=(), flags=None):
+def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=(), flags=None,
+              cplus=False, post=()):
     """Cythonizes and compiles source (text) as top-level module `name` in
-    out_dir. Returns (so_path, c_path, None) or (None, None, reason)."""
+    out_dir (as C++ when cplus), then runs each command of post on the .so.
+    Returns (so_path, c_path, None) or (None, None, reason)."""
     os.makedirs(out_dir, exist_ok=True)
     so = os.path.join(out_dir, name + EXT)
+    c_rel = name + (".cpp" if cplus else ".c")
     with open(os.path.join(out_dir, name + ".pyx"), "w") as f:
         f.write(source)
-    key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), repr(flags),
-                 sys.version, sysconfig.get_config_var("CFLAGS") or "")
-    err = cythonize_and_compile(out_dir, name + ".pyx", name + ".c", so, ensure_cython(cache, cython),
-                                includes, c_includes, key, defines, flags)
+    key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), repr(flags), repr(cplus),
+                 repr(post), sys.version, sysconfig.get_config_var("CFLAGS") or "")
+    err = cythonize_and_compile(out_dir, name + ".pyx", c_rel, so, ensure_cython(cache, cython),
+                                includes, c_includes, key, defines, flags, post)
     if err:
         return None, None, "Cython %s: %s" % (cython, err)
-    return so, os.path.join(out_dir, name + ".c"), None
+    return so, os.path.join(out_dir, c_rel), None
 
 
 def last_error(out):
@@ -336,6 +350,20 @@ def realcuda_job(cache, cy, layout, cuda_trees):
                  includes=[cuda_trees[layout]], c_includes=[CUDA_INCLUDE]))
 
 
+# How the field builds (what real wheels were seen built with): each applied
+# to the cimports consumer; "since" is the first Cython that supports it.
+BUILD_VARIANTS = {
+    "cplus": dict(cplus=True),                                   # RAPIDS: C++ mode
+    "lto": dict(flags=["gcc", "-O2", "-flto"]),
+    "O3-hidden": dict(flags=["gcc", "-O3", "-fvisibility=hidden"]),
+    "mcmodel-large": dict(flags=["gcc", "-O2", "-mcmodel=large"]),
+    "stripped": dict(post=[("strip", "--strip-unneeded")]),
+    "single-phase": dict(defines=["CYTHON_PEP489_MULTI_PHASE_INIT=0"]),
+    "module-state": dict(defines=["CYTHON_USE_MODULE_STATE=1"], since="3.1"),  # 3.0.12 does not compile
+    "abi3": dict(defines=["Py_LIMITED_API=0x030B0000"], since="3.1"),
+}
+
+
 def jobs(cache, sites, cuda_trees):
     """Every consumer to build: (id, kwargs for build_ext, metadata)."""
     for cy in CYTHONS:
@@ -370,6 +398,17 @@ def jobs(cache, sites, cuda_trees):
                         "provider_site": sites[layout]},
                        dict(out_dir=out, name="cimports", source=src, cython=cy,
                             includes=[sites[layout]], flags=flags))
+            # build variants of real projects (scikit-build-core, RAPIDS' flags)
+            for tag, kw in BUILD_VARIANTS.items():
+                if cy < kw.get("since", "0"):
+                    continue
+                kw = {k: v for k, v in kw.items() if k != "since"}
+                out = os.path.join(cache, "consumers", cy, layout, tag)
+                yield ({"id": "%s/%s/cimports-%s" % (cy, layout, tag), "kind": "corpus",
+                        "cython": cy, "layout": layout, "module": "cimports", "variant": tag,
+                        "provider_site": sites[layout]},
+                       dict(out_dir=out, name="cimports", source=src, cython=cy,
+                            includes=[sites[layout]], **kw))
             yield realcuda_job(cache, cy, layout, cuda_trees)
 
 
