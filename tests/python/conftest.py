@@ -30,6 +30,41 @@ def entry_ids(kind=None):
     return [e for e in ENTRIES if kind is None or e["kind"] == kind]
 
 
+# Build variants cypatch refuses, by mode ("retarget" is legacy and
+# bindings), and the words of its one-line reason (docs/cython-binaries.md).
+# Everything else in the corpus must work.
+VARIANT_REFUSALS = [
+    # addresses built from the GOT and 64-bit offsets: nothing the scan reads
+    # points at the names (3.2+: nor at the string blob)
+    (lambda e: e.get("variant") == "mcmodel-large" and e["cython"] < "3.2", ("retarget", "fallback"),
+     "nothing the scan reads points at it (code it cannot follow, such as gcc -mcmodel=large)"),
+    (lambda e: e.get("variant") == "mcmodel-large" and e["cython"] >= "3.2", ("retarget", "fallback"),
+     "string blob was not recovered; the names inside it cannot be seen"),
+    # single-phase init imports neither PyErr_Clear nor PyErr_ExceptionMatches
+    (lambda e: e.get("variant") == "single-phase" and not e["cython"].startswith("3.0"), ("fallback",),
+     "which the extension does not import"),
+    # module state: the import-signature constants are not tied to their modules
+    (lambda e: e.get("variant") == "module-state" and e["cython"] >= "3.2", ("retarget",),
+     "signatures of a cimported module change"),
+]
+
+
+def variant_refusal(entry, mode):
+    """The words of the refusal a corpus entry gets in mode, or None."""
+    mode = "fallback" if mode == "fallback" else "retarget"
+    for matches, modes, words in VARIANT_REFUSALS:
+        if matches(entry) and mode in modes:
+            return words
+    return None
+
+
+def assert_refused(proc, words, dest):
+    """Exit 2, one line naming the reason, nothing written."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+    assert not os.path.exists(dest), dest
+
+
 def cypatch(*args, check=None):
     proc = subprocess.run([CYPATCH] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)

@@ -6,9 +6,28 @@ from conftest import ENTRIES, RULES, show_json
 from oracle import expected, reported
 
 BUILT = [e for e in ENTRIES if not e["skipped"]]
+# gcc -mcmodel=large: the scan cannot follow the references, and says so
+UNSEEN = [e for e in BUILT if e.get("variant") == "mcmodel-large"]
+BUILT = [e for e in BUILT if e not in UNSEEN]
 
 
-@pytest.mark.parametrize("entry", BUILT, ids=[e["id"] for e in BUILT])
+def oracle_case(e):
+    if e.get("variant") == "module-state" and e["cython"] >= "3.2":
+        return pytest.param(e, id=e["id"], marks=pytest.mark.xfail(
+            strict=True, reason="module state keeps the string table in the module's state: the "
+                                "import-signature constants are tied to the wrong module (retarget "
+                                "refuses these; conftest.VARIANT_REFUSALS)"))
+    return pytest.param(e, id=e["id"])
+
+
+@pytest.mark.parametrize("entry", UNSEEN, ids=[e["id"] for e in UNSEEN])
+def test_a_scan_that_cannot_follow_the_code_says_so(entry):
+    doc = show_json(entry["so"])
+    assert any("nothing the scan reads points at it" in n or "no string blob was recovered" in n
+               for n in doc["notes"]), doc["notes"]
+
+
+@pytest.mark.parametrize("entry", [oracle_case(e) for e in BUILT])
 def test_show_matches_generated_c(entry):
     exp = expected(entry["c"], RULES, entry["so"])
     doc = show_json(entry["so"])

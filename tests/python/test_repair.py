@@ -250,6 +250,20 @@ def test_python_imports_the_target_cannot_satisfy_are_refused_unless_guarded(cas
         assert "needs nothing" in proc.stdout
 
 
+@pytest.mark.parametrize("layout", ["legacy", "bindings", "fallback"])
+def test_a_module_the_scan_cannot_follow_is_not_copied_as_needing_nothing(layout, tmp_path):
+    """gcc -mcmodel=large builds its addresses from the GOT: the scan saw no
+    reference, and repair copied the module as `no-mapped-reference`."""
+    e = next(e for e in ENTRIES if e.get("variant") == "mcmodel-large" and e["cython"] == "3.1.8" and
+             e["layout"] == "bindings")
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                       {"demo/" + os.path.basename(e["so"]): open(e["so"], "rb").read()})
+    out = tmp_path / "out"
+    proc = repair(wheel, out, layout, check=2)
+    assert proc.stderr.count("\n") == 1 and "nothing the scan reads points at it" in proc.stderr
+    assert not out.exists() or os.listdir(str(out)) == []
+
+
 def test_wheel_that_needs_nothing_is_copied(tmp_path):
     wheel = make_wheel(str(tmp_path / "demo-1.0-py3-none-any.whl"), {"demo/__init__.py": b"x = 1\n"})
     proc = repair(wheel, tmp_path / "out", "fallback")
