@@ -70,6 +70,9 @@ REAL_CORPUS = [
     # Cython 3.2.1 blobs, per-CUDA-major trees cu12/ and cu13/
     (("cuda-core", "0.4.2"), "bindings", []),
 ]
+# The newest releases of each line, for the real-wheel corpus's matrix.
+NEWEST_BINDINGS = {"12.9": [("cuda-bindings", "12.9.10"), ("cuda-pathfinder", "1.9.1")],
+                   "13": [("cuda-bindings", "13.5.0"), ("cuda-pathfinder", "1.9.1")]}
 # The last 12.x line: the cuda-bindings wheel, `cuda` a namespace package.
 CUDA_BINDINGS_129 = [("cuda-bindings", "12.9.4"), ("cuda-pathfinder", "1.3.3")]
 CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
@@ -504,6 +507,8 @@ def main(argv):
                     "wheel": download_wheel(cache, name, version),
                     "deps": [download_wheel(cache, n, v) for n, v in deps]}
                    for (name, version), built, deps in REAL_CORPUS]
+    newest = {line: ["%s==%s" % w for w in wheels] for line, wheels in NEWEST_BINDINGS.items()
+              if all(download_wheel(cache, n, v) for n, v in wheels)}
     # a Cython extension that references nothing the rules map (bad input for a retarget)
     unmapped, _, why = build_ext(cache, os.path.join(cache, "unmapped"), "unmapped",
                                  "def answer():\n    return 42\n", PROVIDER_CYTHON, [])
@@ -517,7 +522,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "real_wheels": real_wheels, "real_corpus": real_corpus, "foreign": foreign, "unmapped": unmapped, "entries": entries})
+        "real_wheels": real_wheels, "real_corpus": real_corpus, "newest_bindings": newest, "foreign": foreign, "unmapped": unmapped, "entries": entries})
 
 
 if __name__ == "__main__":

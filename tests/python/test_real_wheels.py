@@ -20,18 +20,36 @@ REAL = MANIFEST.get("real_corpus", [])
 WHEELS = os.path.join(os.path.dirname(MANIFEST["real_wheels"]["numpy"]))
 NUMPY = "numpy==2.1.3"
 
-# the cuda-python environments a wheel meets, by what pip installs
+# the cuda-python environments a wheel meets, by what pip installs, and the
+# layouts each provides (12.6.2.post1 also ships the legacy modules as
+# trampolines to the bindings ones; 13.x has none)
 ENVIRONMENTS = {
-    "cuda-python 12.5.0": ["cuda-python==12.5.0"],
-    "cuda-python 12.6.2.post1": ["cuda-python==12.6.2.post1"],
-    "cuda-bindings 12.9.4": MANIFEST["cuda_bindings_129"]["requirements"],
-    "cuda-bindings 13.0.3": MANIFEST["cuda_bindings_13"]["requirements"],
+    "cuda-python 12.5.0": (["cuda-python==12.5.0"], {"legacy"}),
+    "cuda-python 12.6.2.post1": (["cuda-python==12.6.2.post1"], {"bindings", "legacy"}),
+    "cuda-bindings 12.9.4": (MANIFEST["cuda_bindings_129"]["requirements"], {"bindings"}),
+    "cuda-bindings 12.9.10": (MANIFEST["newest_bindings"]["12.9"], {"bindings"}),
+    "cuda-bindings 13.5.0": (MANIFEST["newest_bindings"]["13"], {"bindings"}),
 }
-# where each layout is judged: legacy has only 12.5.0; the CUDA 12 packages
-# here need 12.x, and bindings-built rmm 26.08 needs cuda-bindings >= 12.9.2
-TARGET_ENVS = {"legacy": ["cuda-python 12.5.0"], "bindings": ["cuda-bindings 12.9.4"],
-               "fallback": ["cuda-python 12.5.0", "cuda-bindings 12.9.4"]}
+# where each mode is judged
+TARGET_ENVS = {
+    "legacy": ["cuda-python 12.5.0", "cuda-python 12.6.2.post1"],
+    "bindings": ["cuda-python 12.6.2.post1", "cuda-bindings 12.9.10", "cuda-bindings 13.5.0"],
+    "fallback": ["cuda-python 12.5.0", "cuda-python 12.6.2.post1", "cuda-bindings 12.9.10",
+                 "cuda-bindings 13.5.0"],
+}
+# where an original built against a layout is judged when an environment
+# lacks that layout (rmm 26.08 needs cuda-bindings 12.9.2 or later)
 HOME = {"legacy": "cuda-python 12.5.0", "bindings": "cuda-bindings 12.9.4"}
+
+
+def oracle_env(w, env_name):
+    """The environment whose run of the original wheel the repaired one
+    must match under env_name: env_name itself when it provides the layout
+    the wheel was built for (or the wheel tries either), else HOME's."""
+    if w["built"] == "either" or w["built"] in ENVIRONMENTS[env_name][1]:
+        return env_name
+    return HOME[w["built"]]
+
 
 # What a call through the package reaches without a GPU: cuda-python's
 # dlopen of the driver (or the runtime's error for it).
@@ -114,7 +132,7 @@ def envs(tmp_path_factory):
 
     def get(name):
         if name not in made:
-            made[name] = Env(tmp_path_factory.mktemp(name.replace(" ", "-")), ENVIRONMENTS[name])
+            made[name] = Env(tmp_path_factory.mktemp(name.replace(" ", "-")), ENVIRONMENTS[name][0])
         return made[name]
     return get
 
@@ -192,9 +210,7 @@ def test_repair_works_or_refuses_with_nothing_written(w, mode, envs, tmp_path):
     assert written == [os.path.basename(w["wheel"])], written
     repaired = str(out / written[0])
     for env_name in TARGET_ENVS[mode]:
-        # the oracle: the original in the environment it was built for (a
-        # wheel whose sources try either layout: in the same one)
-        home = HOME.get(w["built"], env_name)
+        home = oracle_env(w, env_name)
         want = envs(home).outcomes(w, w["wheel"], tmp_path)
         got = envs(env_name).outcomes(w, repaired, tmp_path)
         diff = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
