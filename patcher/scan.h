@@ -122,10 +122,15 @@ struct cp_scan_call {
 	struct cp_val arg[6];
 };
 
+/* A load of a writable, non-GOT address: what it reads, and where. */
+struct cp_block_load {
+	uint64_t target, at;
+};
+
 struct cp_import_block {
 	uint64_t call;           /* PyImport_ImportModule call address */
 	char *module;
-	uint64_t *loads;         /* writable, non-GOT addresses loaded after it */
+	struct cp_block_load *loads; /* the loads the walk met after it */
 	size_t nloads, caploads;
 };
 

@@ -723,33 +723,82 @@ bad:
 	return false;
 }
 
-/* Cython 3.2+ loads the constant from the module's string table right after
- * importing the provider: string_tab + 8 * entry. The table's address is the
- * one base that maps the most constants onto loads of import blocks. */
-static const struct cp_import_block *block_of(const cp_scan *s, uint64_t base, size_t entry)
+/* The load the walk met first after the block's import (nearest after
+ * its call), or NULL. */
+static const struct cp_block_load *first_load(const struct cp_import_block *b)
 {
-	size_t i, j;
+	const struct cp_block_load *first = NULL;
+	size_t j;
 
-	for (i = 0; i < s->nblocks; i++)
-		for (j = 0; j < s->blocks[i].nloads; j++)
-			if (s->blocks[i].loads[j] == base + 8 * entry)
-				return &s->blocks[i];
-	return NULL;
+	for (j = 0; j < b->nloads; j++)
+		if (b->loads[j].at > b->call && (!first || b->loads[j].at < first->at))
+			first = &b->loads[j];
+	return first;
 }
 
+/*
+ * Cython 3.2+ loads the constant from the module's string table right after
+ * importing the provider: string_tab + 8 * entry. A block holds every load
+ * the walk met after its import, which can run on into code after later
+ * imports; so the block of an entry is the one whose first load reads it,
+ * else, of the blocks that load it, the one whose import comes nearest
+ * before the load (limited-API builds import "types" just before, and load
+ * other slots of the table later).
+ */
+static const struct cp_import_block *block_of(const cp_scan *s, uint64_t base, size_t entry)
+{
+	const struct cp_import_block *best = NULL;
+	uint64_t best_gap = UINT64_MAX, want = base + 8 * entry;
+	size_t i, j;
+
+	for (i = 0; i < s->nblocks; i++) {
+		const struct cp_block_load *f = first_load(&s->blocks[i]);
+
+		if (f && f->target == want)
+			return &s->blocks[i];
+	}
+	for (i = 0; i < s->nblocks; i++)
+		for (j = 0; j < s->blocks[i].nloads; j++) {
+			const struct cp_block_load *l = &s->blocks[i].loads[j];
+			uint64_t gap = l->at > s->blocks[i].call ? l->at - s->blocks[i].call : UINT64_MAX - 1;
+
+			if (l->target == want && gap < best_gap) {
+				best = &s->blocks[i];
+				best_gap = gap;
+			}
+		}
+	return best;
+}
+
+/* How well a table address fits: constants whose slot is the first load
+ * after an import count before those some later load reads. */
+static size_t fit(const cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc)
+{
+	size_t score = 0, m;
+
+	for (m = 0; m < nc; m++) {
+		const struct cp_import_block *b = block_of(s, base, c[m].entry);
+		const struct cp_block_load *f = b ? first_load(b) : NULL;
+
+		if (b)
+			score += f && f->target == base + 8 * c[m].entry ? nc + 1 : 1;
+	}
+	return score;
+}
+
+/* The table's address: the one base that maps the constants best onto
+ * loads of import blocks. */
 static uint64_t solve_table_base(const cp_scan *s, const struct sigconst *c, size_t nc)
 {
 	uint64_t best = 0;
-	size_t bestscore = 0, i, j, k, m;
+	size_t bestscore = 0, i, j, k;
 
 	for (i = 0; i < s->nblocks; i++)
 		for (j = 0; j < s->blocks[i].nloads; j++)
 			for (k = 0; k < nc; k++) {
-				uint64_t base = s->blocks[i].loads[j] - 8 * c[k].entry;
-				size_t score = 0;
+				uint64_t base = s->blocks[i].loads[j].target - 8 * c[k].entry;
+				size_t score = fit(s, base, c, nc);
 
-				for (m = 0; m < nc; m++)
-					score += block_of(s, base, c[m].entry) != NULL;
 				if (score > bestscore) {
 					bestscore = score;
 					best = base;

@@ -56,7 +56,8 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 		c->oom = true;
 		return;
 	}
-	b->loads[b->nloads++] = r->target;
+	b->loads[b->nloads].target = r->target;
+	b->loads[b->nloads++].at = r->addr;
 }
 
 static bool wanted_call(const struct cp_call *call)

@@ -342,15 +342,20 @@ def consumer_jobs(cache, sites, cy, layout):
                dict(out_dir=out, name=name, source=src, cython=cy, includes=[sites[layout]]))
 
 
-def realcuda_job(cache, cy, layout, cuda_trees):
-    """The rmm-like consumer of the real cuda-python of a layout."""
+def realcuda_job(cache, cy, layout, cuda_trees, variant=None):
+    """The rmm-like consumer of the real cuda-python of a layout (in one of
+    BUILD_VARIANTS when variant is given)."""
     real = substitute(open(os.path.join(HERE, "realcuda", "rmm_like.pyx.in")).read(), layout)
-    out = os.path.join(cache, "realcuda", cy, layout)
-    return ({"id": "%s/%s/rmm_like" % (cy, layout), "kind": "realcuda", "cython": cy,
-             "layout": layout, "module": "rmm_like",
-             "cuda_python": "%s==%s" % CUDA_PYTHON[layout], "provider_site": cuda_trees[layout]},
-            dict(out_dir=out, name="rmm_like", source=real, cython=cy,
-                 includes=[cuda_trees[layout]], c_includes=[CUDA_INCLUDE]))
+    out = os.path.join(cache, "realcuda", cy, layout, *([variant] if variant else []))
+    meta = {"id": "%s/%s/rmm_like%s" % (cy, layout, "-" + variant if variant else ""), "kind": "realcuda",
+            "cython": cy, "layout": layout, "module": "rmm_like",
+            "cuda_python": "%s==%s" % CUDA_PYTHON[layout], "provider_site": cuda_trees[layout]}
+    kw = {}
+    if variant:
+        meta["variant"] = variant
+        kw = {k: v for k, v in BUILD_VARIANTS[variant].items() if k != "since"}
+    return (meta, dict(out_dir=out, name="rmm_like", source=real, cython=cy,
+                       includes=[cuda_trees[layout]], c_includes=[CUDA_INCLUDE], **kw))
 
 
 # How the field builds (what real wheels were seen built with): each applied
@@ -365,6 +370,9 @@ BUILD_VARIANTS = {
     "module-state": dict(defines=["CYTHON_USE_MODULE_STATE=1"], since="3.1"),  # 3.0.12 does not compile
     "abi3": dict(defines=["Py_LIMITED_API=0x030B0000"], since="3.1"),
 }
+
+
+REALCUDA_VARIANTS = ("cplus", "abi3")
 
 
 def jobs(cache, sites, cuda_trees):
@@ -413,6 +421,10 @@ def jobs(cache, sites, cuda_trees):
                        dict(out_dir=out, name="cimports", source=src, cython=cy,
                             includes=[sites[layout]], **kw))
             yield realcuda_job(cache, cy, layout, cuda_trees)
+            # RAPIDS' builds: C++ mode; rmm 26.08: the limited API
+            for variant in REALCUDA_VARIANTS:
+                if cy >= BUILD_VARIANTS[variant].get("since", "0"):
+                    yield realcuda_job(cache, cy, layout, cuda_trees, variant)
 
 
 def build_all(cache, todo):

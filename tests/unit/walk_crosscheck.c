@@ -60,7 +60,7 @@ static int compare_walk(const cp_scan *a, const cp_scan *b, const char *path, co
 		if (a->blocks[i].call != b->blocks[i].call || !same_str(a->blocks[i].module, b->blocks[i].module) ||
 		    a->blocks[i].nloads != b->blocks[i].nloads ||
 		    (a->blocks[i].nloads &&
-		     memcmp(a->blocks[i].loads, b->blocks[i].loads, a->blocks[i].nloads * sizeof(uint64_t))))
+		     memcmp(a->blocks[i].loads, b->blocks[i].loads, a->blocks[i].nloads * sizeof(*a->blocks[i].loads))))
 			return differ(path, layout, "import block", i);
 	return 0;
 }
