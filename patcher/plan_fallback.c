@@ -445,6 +445,12 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 			       img->path, scan->rules->nlayout);
 	if (scan->fallback)
 		return CP_OK; /* already patched: an empty plan */
+	for (k = 0; scan->shared_import[0] && k < scan->nrefs; k++)
+		if ((scan->refs[k].kind == CP_K_PYIMPORT || scan->refs[k].kind == CP_K_FROMIMPORT) &&
+		    cp_ref_is_live(&scan->refs[k]))
+			return cp_fail(err, CP_E_INPUT, "%s: the Python-level import of %s is made by %s (Cython's "
+				       "shared utility module), where the fallback stub cannot see it",
+				       img->path, scan->refs[k].module, scan->shared_import);
 	for (k = 0; k < NREDIRECTS; k++)
 		f.need[k] = needed(scan, redirects[k].api);
 	st = cp_dis_open(&pl.dis, err);

@@ -163,6 +163,10 @@ struct cp_scan {
 	 * blob it could not recover), or "": nothing may be patched or passed
 	 * as needing nothing then (patch.c) */
 	char incomplete[256];
+	/* the module (Cython 3.3's shared utility module, --shared) whose
+	 * import helpers make this module's Python-level imports, or "": the
+	 * fallback stub cannot see those calls */
+	char shared_import[128];
 	size_t nnotes, capnotes;
 	unsigned layouts_seen;   /* bit per layout */
 	bool fallback;           /* fallback stubs injected by cypatch */

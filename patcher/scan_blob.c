@@ -807,6 +807,18 @@ static uint64_t solve_table_base(const cp_scan *s, const struct sigconst *c, siz
 	return best;
 }
 
+/* Cython's helpers that make Python-level imports: imported from another
+ * module (a shared utility module), they make the imports there. */
+static void note_shared_import(cp_scan *s, const struct sigconst *c, const struct cp_import_block *blk)
+{
+	size_t k;
+
+	for (k = c->npiece / 2; k < c->npiece && !s->shared_import[0]; k++)
+		if (!strncmp(c->piece[k], "__Pyx_Import", 12) || !strncmp(c->piece[k], "__Pyx__Import", 13))
+			snprintf(s->shared_import, sizeof(s->shared_import), "%s",
+				 blk && blk->module ? blk->module : "another module");
+}
+
 static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
 			       const struct cp_import_block *blk, cp_error *err)
 {
@@ -820,6 +832,7 @@ static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
 
 	if (blk)
 		e->import_call = blk->call;
+	note_shared_import(s, c, blk);
 	for (k = 0; k < half; k++) {
 		const char *module = blk ? blk->module : NULL;
 		const char *mm;

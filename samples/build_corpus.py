@@ -220,7 +220,7 @@ def compile_cmds(c_file, so_file, includes, defines=(), flags=None):
 
 
 def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key,
-                          defines=(), flags=None, post=()):
+                          defines=(), flags=None, post=(), cython_args=()):
     """Runs Cython on cwd/pyx_rel (C++ when c_rel ends in .cpp) and compiles
     the C into so, then runs each command of post on it, unless so was built
     from the same key. Returns an error text, or None."""
@@ -228,7 +228,8 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
         return None
     env = dict(os.environ, PYTHONPATH=cython_path)
-    args = [sys.executable, "-m", "cython", "-3"] + (["--cplus"] if c_rel.endswith(".cpp") else [])
+    args = [sys.executable, "-m", "cython", "-3"] + (["--cplus"] if c_rel.endswith(".cpp") else []) + \
+        list(cython_args)
     for inc in includes:
         args += ["-I", inc]
     rc, out = run(args + [pyx_rel, "-o", c_rel], cwd=cwd, env=env)
@@ -245,7 +246,7 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
 
 
 def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=(), flags=None,
-              cplus=False, post=()):
+              cplus=False, post=(), cython_args=()):
     """Cythonizes and compiles source (text) as top-level module `name` in
     out_dir (as C++ when cplus), then runs each command of post on the .so.
     Returns (so_path, c_path, None) or (None, None, reason)."""
@@ -255,9 +256,9 @@ def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), def
     with open(os.path.join(out_dir, name + ".pyx"), "w") as f:
         f.write(source)
     key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), repr(flags), repr(cplus),
-                 repr(post), sys.version, sysconfig.get_config_var("CFLAGS") or "")
+                 repr(post), repr(cython_args), sys.version, sysconfig.get_config_var("CFLAGS") or "")
     err = cythonize_and_compile(out_dir, name + ".pyx", c_rel, so, ensure_cython(cache, cython),
-                                includes, c_includes, key, defines, flags, post)
+                                includes, c_includes, key, defines, flags, post, cython_args)
     if err:
         return None, None, "Cython %s: %s" % (cython, err)
     return so, os.path.join(out_dir, c_rel), None
@@ -373,6 +374,45 @@ BUILD_VARIANTS = {
 
 
 REALCUDA_VARIANTS = ("cplus", "abi3")
+# Cython 3.3's shared utility module (--shared): its consumers take Cython's
+# helpers, the import helpers among them, from it.
+SHARED_CYTHONS = ["3.3.1"]
+SHARED_NAME = "_cyutility"
+
+
+def build_shared_module(cache, cy):
+    """The shared utility module of Cython cy, in a directory of its own."""
+    out = os.path.join(cache, "shared", cy)
+    os.makedirs(out, exist_ok=True)
+    so = os.path.join(out, SHARED_NAME + EXT)
+    c = os.path.join(out, SHARED_NAME + ".c")
+    key = digest(cy, sys.version, sysconfig.get_config_var("CFLAGS") or "")
+    stamp = os.path.join(out, SHARED_NAME + ".key")
+    if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
+        return out
+    rc, text = run([sys.executable, "-m", "cython", "--generate-shared=" + c], cwd=out,
+                   env=dict(os.environ, PYTHONPATH=ensure_cython(cache, cy)))
+    for cmd in ([] if rc else compile_cmds(c, so, [])):
+        rc, text = run(cmd, cwd=out)
+        if rc:
+            break
+    if rc:
+        raise SystemExit("build_corpus: the shared utility module of Cython %s: %s" % (cy, last_error(text)))
+    with open(stamp, "w") as f:
+        f.write(key)
+    return out
+
+
+def shared_jobs(cache, sites, cy, layout, shared_dir):
+    """The four consumers built against the shared utility module."""
+    for name in ("cimports", "pyimport", "pyimport_as", "pyfrom"):
+        src = substitute(open(os.path.join(HERE, "consumers", name + ".pyx.in")).read(), layout)
+        out = os.path.join(cache, "shared", cy, layout)
+        yield ({"id": "%s/%s/%s-shared" % (cy, layout, name), "kind": "shared", "cython": cy,
+                "layout": layout, "module": name, "variant": "shared", "shared_dir": shared_dir,
+                "provider_site": sites[layout]},
+               dict(out_dir=out, name=name, source=src, cython=cy, includes=[sites[layout]],
+                    cython_args=["--shared=" + SHARED_NAME]))
 
 
 def jobs(cache, sites, cuda_trees):
@@ -421,6 +461,11 @@ def jobs(cache, sites, cuda_trees):
                        dict(out_dir=out, name="cimports", source=src, cython=cy,
                             includes=[sites[layout]], **kw))
             yield realcuda_job(cache, cy, layout, cuda_trees)
+            if cy in SHARED_CYTHONS:
+                shared = build_shared_module(cache, cy)
+                # installed beside the providers, so that every test's path finds it
+                shutil.copy2(os.path.join(shared, SHARED_NAME + EXT), sites[layout])
+                yield from shared_jobs(cache, sites, cy, layout, shared)
             # RAPIDS' builds: C++ mode; rmm 26.08: the limited API
             for variant in REALCUDA_VARIANTS:
                 if cy >= BUILD_VARIANTS[variant].get("since", "0"):

@@ -43,10 +43,22 @@ VARIANT_REFUSALS = [
     # single-phase init imports neither PyErr_Clear nor PyErr_ExceptionMatches
     (lambda e: e.get("variant") == "single-phase" and not e["cython"].startswith("3.0"), ("fallback",),
      "which the extension does not import"),
+    # Cython 3.3's shared utility module makes the Python-level imports: the
+    # stub cannot see them (retargets need the stub where strings cannot say it)
+    (lambda e: e.get("variant") == "shared" and e["module"] in ("pyimport", "pyimport_as", "pyfrom"),
+     ("fallback",), "(Cython's shared utility module), where the fallback stub cannot see it"),
+    (lambda e: e.get("variant") == "shared" and (e["module"] in ("pyimport", "pyimport_as") or
+                                                 (e["module"] == "pyfrom" and e["layout"] == "legacy")),
+     ("retarget",), "(Cython's shared utility module), where the fallback stub cannot see it"),
     # module state: the import-signature constants are not tied to their modules
     (lambda e: e.get("variant") == "module-state" and e["cython"] >= "3.2", ("retarget",),
      "signatures of a cimported module change"),
 ]
+
+
+# Cython's module state (CYTHON_USE_MODULE_STATE) loses the exception of a
+# failed import: the module raises this where others raise ImportError.
+LOST = "SystemError: execution of module %s raised unreported exception"
 
 
 def variant_refusal(entry, mode):

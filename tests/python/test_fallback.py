@@ -11,14 +11,15 @@ import sys
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST, RULES, assert_clean_elf, assert_refused, cypatch, show_json, variant_refusal
+from conftest import (ENTRIES, LOST, MANIFEST, RULES, assert_clean_elf, assert_refused, cypatch, show_json,
+                      variant_refusal)
 from test_imports import EXPECTED, RUN_ALL
 
 PY = sys.executable
 BUILT = [e for e in ENTRIES if not e["skipped"]]
 REFUSED = [e for e in BUILT if variant_refusal(e, "fallback")]
 BUILT = [e for e in BUILT if e not in REFUSED]
-CORPUS = [e for e in BUILT if e["kind"] == "corpus"]
+CORPUS = [e for e in BUILT if e["kind"] in ("corpus", "shared")]
 REAL = [e for e in BUILT if e["kind"] == "realcuda"]
 
 # every cuda-python environment a wheel on PyPI meets, oldest first
@@ -65,12 +66,6 @@ def test_variants_the_stub_cannot_serve_are_refused(entry, tmp_path):
                    variant_refusal(entry, "fallback"), dest)
 
 
-# Cython's module state (CYTHON_USE_MODULE_STATE) loses the import's
-# exception: the original raises "SystemError: execution of module ...
-# raised unreported exception" where others raise ImportError.
-LOST = "SystemError: execution of module %s raised unreported exception"
-
-
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["id"] for e in CORPUS])
 def test_one_file_works_under_both_layouts_and_names_both_when_neither(entry, patched):
     proc, dest = patched[entry["id"]]
@@ -80,7 +75,7 @@ def test_one_file_works_under_both_layouts_and_names_both_when_neither(entry, pa
         p = run(dest, entry["module"], MANIFEST["providers"][layout], "run")
         assert p.returncode == 0, p.stderr
         assert json.loads(p.stdout)["run"] == ["ok", EXPECTED[entry["module"]][layout]], layout
-    p = run(dest, entry["module"], "")
+    p = run(dest, entry["module"], entry.get("shared_dir", ""))  # no provider (the shared module stays)
     last = p.stderr.strip().splitlines()[-1]
     if entry.get("variant") == "module-state" and last == LOST % entry["module"]:
         return  # as the original does under the other layout

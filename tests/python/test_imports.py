@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ENTRIES, MANIFEST
+from conftest import ENTRIES, LOST, MANIFEST
 
 PY = sys.executable
 OTHER = {"bindings": "legacy", "legacy": "bindings"}
@@ -75,6 +75,8 @@ def expected_failure(entry):
 def test_consumer_fails_under_the_other_layout(entry):
     proc = run_module(entry, MANIFEST["providers"][OTHER[entry["layout"]]], "run")
     assert proc.returncode != 0
+    if entry.get("variant") == "module-state" and last_line(proc) == LOST % entry["module"]:
+        return
     assert last_line(proc).startswith(expected_failure(entry)), proc.stderr
 
 
@@ -125,7 +127,12 @@ def test_legacy_build_fails_under_the_12_6_trampolines(entry):
     GLuint) still names the old module: the import fails."""
     proc = run_module(entry, tree("bindings"), "init")
     assert proc.returncode != 0
-    assert last_line(proc) == (
+    # whichever of the two mangled signatures the module binds first
+    assert last_line(proc) in (
         "TypeError: C function cuda.ccuda.cuGraphicsGLRegisterBuffer has wrong signature "
         "(expected CUresult (CUgraphicsResource *, __pyx_t_4cuda_5ccuda_GLuint, unsigned int), "
-        "got CUresult (CUgraphicsResource *, __pyx_t_4cuda_8bindings_8cydriver_GLuint, unsigned int))")
+        "got CUresult (CUgraphicsResource *, __pyx_t_4cuda_8bindings_8cydriver_GLuint, unsigned int))",
+        "TypeError: C function cuda.ccudart.cudaStreamGetAttribute has wrong signature "
+        "(expected cudaError_t (cudaStream_t, __pyx_t_4cuda_7ccudart_cudaStreamAttrID, "
+        "__pyx_t_4cuda_7ccudart_cudaStreamAttrValue *), got cudaError_t (cudaStream_t, "
+        "__pyx_t_4cuda_8bindings_9cyruntime_cudaStreamAttrID, __pyx_t_4cuda_8bindings_9cyruntime_cudaStreamAttrValue *))")
