@@ -539,6 +539,38 @@ static cp_status plan_ref(struct planner *pl, const struct cp_ref *r)
 	}
 }
 
+/*
+ * The names fit `from P import N` for a module of another layout, but the
+ * scan did not report it (one string for P and N beside a name that begins
+ * with "P.", or "P.N" a name itself): whether the module makes that import
+ * cannot be told from the strings, and leaving it would fail at import
+ * (`cannot import name cuda`). The stub decides at import time.
+ */
+static cp_status unreported_from_imports(struct planner *pl)
+{
+	const cp_rules *r = pl->rules;
+	size_t i, j, len;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++) {
+			const char *m = r->mod[i].name[k];
+			bool reported = false;
+
+			if (r->mod[i].layout[k] == pl->p->target || !cp_scan_from_candidate(pl->scan, m, &len))
+				continue;
+			for (j = 0; j < pl->scan->nrefs && !reported; j++)
+				reported = pl->scan->refs[j].kind == CP_K_FROMIMPORT && !strcmp(pl->scan->refs[j].module, m);
+			if (reported)
+				continue;
+			pl->inexpressible = true;
+			return cp_fail(pl->err, CP_E_INPUT, "%s: the module's names fit `from %.*s import %s`, which "
+				       "cannot be told from other uses of those names; strings alone cannot retarget it",
+				       pl->img->path, (int)len, m, m + len + 1);
+		}
+	return CP_OK;
+}
+
 static int by_off(const void *a, const void *b)
 {
 	const struct cp_edit *x = a, *y = b;
@@ -584,6 +616,8 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	if (st)
 		return st;
 	st = make_forms(&pl);
+	if (!st)
+		st = unreported_from_imports(&pl);
 	if (!st)
 		st = cp_plan_blob_begin(&pl);
 	/* from-imports first: they claim the package and name strings that

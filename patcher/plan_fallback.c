@@ -247,22 +247,45 @@ static char *helper_source(struct fb *f)
 	return src;
 }
 
-/* Python-level import names the scan found: the helper's business. */
-static size_t count_related(const cp_scan *s, const char **names, size_t max)
+/*
+ * The names whose Python-level imports are the helper's business: every
+ * mapped module and every package above one (cuda, cuda.bindings). Not only
+ * those the scan reported: whether `from cuda import cuda` is made cannot
+ * always be told from the strings (a Cython 3.0 table may reach "cuda"
+ * through a neighbour's address), and the helper steps in only when the
+ * import itself fails, so a name too many costs nothing.
+ */
+static size_t related_cap(const cp_rules *r)
 {
-	size_t i, k, n = 0;
+	size_t i, n = 0;
+	int side;
+	const char *c;
 
-	for (i = 0; i < s->nrefs; i++) {
-		const struct cp_ref *r = &s->refs[i];
-		const char *v = r->kind == CP_K_PYIMPORT ? r->value : r->kind == CP_K_FROMIMPORT ? r->package : NULL;
+	for (i = 0; i < r->nmod; i++)
+		for (side = 0; side < 2; side++)
+			for (n++, c = r->mod[i].name[side]; (c = strchr(c, '.')) != NULL; c++)
+				n++;
+	return n;
+}
 
-		if (!v || !cp_ref_is_live(r))
-			continue;
-		for (k = 0; k < n && strcmp(names[k], v); k++)
-			;
-		if (k == n && n < max)
-			names[n++] = v;
-	}
+static size_t count_related(const cp_rules *r, char (*names)[128], size_t max)
+{
+	size_t i, n = 0, k;
+	int side;
+
+	for (i = 0; i < r->nmod; i++)
+		for (side = 0; side < 2; side++) {
+			const char *m = r->mod[i].name[side], *dot = m;
+
+			do {
+				size_t len = (dot = strchr(dot + 1, '.')) ? (size_t)(dot - m) : strlen(m);
+
+				for (k = 0; k < n && (strlen(names[k]) != len || strncmp(names[k], m, len)); k++)
+					;
+				if (k == n && n < max && len < sizeof(names[0]))
+					snprintf(names[n++], sizeof(names[0]), "%.*s", (int)len, m);
+			} while (dot);
+		}
 	return n;
 }
 
@@ -270,14 +293,17 @@ static cp_status build_context(struct fb *f)
 {
 	const cp_rules *r = f->pl->rules;
 	struct cp_fb_ctx h;
-	const char *rel[64];
-	size_t i, k, nrel = count_related(f->pl->scan, rel, 64);
+	size_t cap = related_cap(r), i, k, nrel;
+	char (*rel)[128] = calloc(cap ? cap : 1, sizeof(*rel));
 	uint32_t mods, rels, mangles;
-	char *src = helper_source(f);
+	char *src = rel ? helper_source(f) : NULL;
 	int built = -1;
 
-	if (!src)
+	if (!src) {
+		free(rel);
 		return cp_plan_oom(f->pl);
+	}
+	nrel = count_related(r, rel, cap);
 	for (i = 0; i < r->nlayout; i++)
 		if (f->pl->scan->layouts_seen & (1u << i))
 			built = built < 0 ? (int)i : built;
@@ -308,6 +334,7 @@ static cp_status build_context(struct fb *f)
 	h.ext_off = put_str(f, f->pl->scan->modname);
 	h.size = (uint32_t)f->len;
 	free(src);
+	free(rel);
 	if (f->oom)
 		return cp_plan_oom(f->pl);
 	memcpy(f->ctx, &h, sizeof(h));
@@ -457,6 +484,10 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 	if (st)
 		return st;
 	st = find_slots(&f);
+	/* any Python-level import may be `from cuda import cuda` (the strings
+	 * cannot always tell): the helper sees them all, and acts on failures */
+	if (f.slot[CP_FB_IMPORT_LEVEL])
+		f.need[CP_FB_IMPORT_LEVEL] = true;
 	v.on_call = on_call;
 	v.on_ref = on_ref;
 	v.ctx = &f;

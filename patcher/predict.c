@@ -264,6 +264,9 @@ static cp_status predict_file(struct ctx *c, const char *file, const char *label
 		goto done;
 	if (!st)
 		st = cp_scan_run(img, c->rules, &scan, err);
+	/* a prediction from what the scan could not see would be a guess */
+	if (!st && scan->incomplete[0])
+		st = cp_fail(err, CP_E_INPUT, "%s: %s", label, scan->incomplete);
 	if (st || !scan->layouts_seen)
 		goto done;
 	st = check_cimports(c, scan, bound);

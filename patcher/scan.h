@@ -236,6 +236,12 @@ cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);
  * Python-level names (string table or blob). */
 cp_status cp_scan_from_imports(cp_scan *s, cp_error *err);
 
+/* scan_names.c: whether the module's Python-level names fit `from P import
+ * N` for the mapped module P.N (both P and N are names), with P's length in
+ * *pkglen; reported or not (`from cuda import cuda` is not when a name
+ * begins with "cuda.", nor when "P.N" is a name itself). */
+bool cp_scan_from_candidate(const cp_scan *s, const char *module, size_t *pkglen);
+
 /* scan_names.c: whether `name` is one of the module's Python-level names. */
 bool cp_scan_has_pyname(const cp_scan *s, const char *name, size_t len);
 

@@ -884,6 +884,37 @@ static cp_status add_blob_ref(cp_scan *s, size_t bi, size_t k, enum cp_ref_kind 
 	return cp_ref_add_site(r, &site, err);
 }
 
+static bool name_byte(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The layout of a mapped module named inside text (on name boundaries, as
+ * the string search has them), with the module in *module; -1 if none. */
+static int prose_layout(const cp_scan *s, const char *text, size_t n, const char **module)
+{
+	size_t i, len;
+	int k;
+
+	for (i = 0; i < s->rules->nmod; i++)
+		for (k = 0; k < 2; k++) {
+			const char *m = s->rules->mod[i].name[k], *p = text, *hit;
+
+			len = strlen(m);
+			while ((hit = memmem(p, n - (size_t)(p - text), m, len)) != NULL) {
+				int before = hit > text ? hit[-1] : 0;
+				int after = hit + len < text + n ? hit[len] : 0;
+
+				if (!name_byte(before) && before != '.' && before != '/' && !name_byte(after)) {
+					*module = m;
+					return s->rules->mod[i].layout[k];
+				}
+				p = hit + 1;
+			}
+		}
+	return -1;
+}
+
 static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 {
 	struct cp_blob *b = &s->blobs[bi];
@@ -904,15 +935,22 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 			st = add_blob_ref(s, bi, k, CP_K_PYIMPORT, module, lay, v, err);
 		else if (e->is_bytes && (lay = cp_scan_signature_layout(s, v, &module)) >= 0)
 			st = add_blob_ref(s, bi, k, CP_K_SIGNATURE, module, lay, v, err);
-		free(v);
+		else if (!e->is_bytes && (lay = prose_layout(s, v, strlen(v), &module)) >= 0)
+			/* any other text naming a module: rewritten as literals are */
+			st = add_blob_ref(s, bi, k, CP_K_STRING, module, lay, v, err);
 		if (!st && e->is_bytes) {
 			if (CP_GROW(consts, cap, nc + 1)) {
 				st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-				break;
-			}
-			if (parse_sigconst(b->data + e->offset, e->length, &consts[nc]))
+			} else if (parse_sigconst(b->data + e->offset, e->length, &consts[nc])) {
 				consts[nc++].entry = k;
+			} else if (cp_scan_signature_layout(s, v, &module) < 0 &&
+				   (lay = prose_layout(s, (const char *)b->data + e->offset, e->length, &module)) >= 0) {
+				st = add_blob_ref(s, bi, k, CP_K_STRING, module, lay, v, err);
+			}
 		}
+		free(v);
+		if (st)
+			break;
 	}
 	base = st ? 0 : solve_table_base(s, consts, nc);
 	for (k = 0; !st && k < nc; k++)

@@ -214,6 +214,17 @@ cp_status cp_scan_from_imports(cp_scan *s, cp_error *err)
 	return st;
 }
 
+bool cp_scan_from_candidate(const cp_scan *s, const char *module, size_t *pkglen)
+{
+	const char *dot = strrchr(module, '.');
+
+	if (!dot || !cp_scan_has_pyname(s, module, (size_t)(dot - module)) ||
+	    !cp_scan_has_pyname(s, dot + 1, strlen(dot + 1)))
+		return false;
+	*pkglen = (size_t)(dot - module);
+	return true;
+}
+
 bool cp_scan_has_pyname(const cp_scan *s, const char *name, size_t len)
 {
 	size_t i;

@@ -12,7 +12,7 @@ import sysconfig
 
 import pytest
 
-from conftest import (ENTRIES, MANIFEST, assert_clean_elf, assert_refused, cypatch, disk_waits, show_json,
+from conftest import (CORPUS, ENTRIES, MANIFEST, ROOT, assert_clean_elf, assert_refused, cypatch, disk_waits, show_json,
                       variant_refusal)
 from test_imports import EXPECTED, OTHER, RUN_ALL
 
@@ -30,6 +30,10 @@ def expressible(e):
         # immediate (add rax, 0x74), which the longer bindings signatures outgrow
         return False
     if variant_refusal(e, "retarget"):
+        return False
+    if e["module"] == "rmm_like" and e["layout"] == "legacy":
+        # `from cuda import cudart`: the names fit `from cuda import cuda,
+        # cudart` too, where one string "cuda" is package and name
         return False
     if e["module"] in ("cimports", "rmm_like"):
         return True
@@ -278,3 +282,23 @@ def test_no_mapped_reference_and_unknown_layout(tmp_path):
     proc = cypatch("--target-layout", "legacy", "-o", "x", "--in-place", e["so"])
     assert proc.returncode == 64
     assert "usage: cypatch --target-layout" in cypatch("--target-layout", "--help", check=0).stdout
+
+
+def test_from_cuda_import_cuda_and_cudart_is_not_half_rewritten(tmp_path):
+    """`from cuda import cuda, cudart` leaves the strings "cuda" and "cudart";
+    the scan reports `from cuda import cudart` only, and the retarget rewrote
+    the one string "cuda" into the package "cuda.bindings", which is also
+    the name imported: `No module named 'cuda.bindings.cuda'`, after exit 0.
+    Strings cannot tell it from `from cuda import cudart`: the stub decides."""
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    src = "from cuda import cuda, cudart\n\ndef runtime_module():\n    return (cuda.__name__, cudart.__name__)\n"
+    so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path / "build"), "fromboth", src, "3.1.8",
+                                        [MANIFEST["cuda_python"]["legacy"]["tree"]])
+    assert not why, why
+    dest = tmp_path / "out" / os.path.basename(so)
+    dest.parent.mkdir()
+    proc = cypatch("--target-layout", "bindings", "-o", str(dest), so, check=0)
+    assert "the fallback stub covers it" in proc.stdout
+    out = import_and_call(str(dest), "fromboth", MANIFEST["cuda_bindings_13"]["tree"], "runtime_module")
+    assert out["runtime_module"] == ["ok", repr(("cuda.bindings.driver", "cuda.bindings.runtime"))]
