@@ -419,6 +419,22 @@ static const char *literal_text(const struct planner *pl, const struct cp_loc *l
 	return cp_image_cstring(pl->img, loc->vaddr, MAX_NAME);
 }
 
+/*
+ * Whether a Python string's new length can be made to hold. Cython 3.0
+ * builds its string table in code, and makes the constants that are not
+ * interned (kp_u: "see cuda.cuda", and "cuda.cuda" as a value) with
+ * PyUnicode_DecodeUTF8(s, n - 1), n an immediate or register of that code
+ * (shared by entries of one length at -O3); interned names (imports) are
+ * read with strlen, but the two cannot be told apart from the string. Other
+ * versions keep n beside the pointer (update_lengths) or in the blob.
+ */
+static bool stored_length_known(const struct planner *pl, const struct cp_ref *r)
+{
+	if (!(pl->scan->cy_major == 3 && pl->scan->cy_minor == 0))
+		return true;
+	return r->kind != CP_K_PYIMPORT && r->kind != CP_K_STRING;
+}
+
 static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 {
 	const char *old = literal_text(pl, &r->loc);
@@ -437,6 +453,13 @@ static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 	 * are, so that a second run has nothing to do */
 	if (!cp_ref_is_live(r))
 		return CP_OK;
+	if (strlen(text) != strlen(old) && !stored_length_known(pl, r))
+		return (pl->inexpressible = true),
+		       cp_fail(pl->err, CP_E_INPUT, "%s: the Python string \"%.60s\" changes length, and Cython %s "
+			       "keeps its length in code that builds the string table, not where cypatch can "
+			       "change it; strings alone cannot retarget it (%s site at %#llx)",
+			       pl->img->path, old, pl->scan->cython, cp_site_kind_name(r->sites[0].kind),
+			       (unsigned long long)r->sites[0].addr);
 	return rewrite_literal(pl, r->loc.vaddr, strlen(old), text, cp_ref_kind_name(r->kind));
 }
 

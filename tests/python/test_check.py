@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import conftest
-from conftest import CYPATCH, ENTRIES, MANIFEST, cypatch, variant_refusal
+from conftest import CYPATCH, ENTRIES, LOST, MANIFEST, cypatch, variant_refusal
 
 BUILT = [e for e in ENTRIES if not e["skipped"]]
 # what the scan cannot vouch for cannot be predicted: check refuses it
@@ -70,4 +70,6 @@ def test_check_predicts_what_verify_observes(entry, form, tmp_path):
         TABLE.append((entry["id"], form, env, "binds" if observed_ok else observed))
         assert predicted_ok == observed_ok, (env, failures, observed)
         if not observed_ok:
-            assert observed in failures, (env, failures, observed)
+            # module state loses the failed import's exception (conftest.LOST)
+            assert observed in failures or (entry.get("variant") == "module-state" and
+                                            observed == LOST % entry["module"]), (env, failures, observed)
