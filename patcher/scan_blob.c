@@ -819,6 +819,44 @@ static void note_shared_import(cp_scan *s, const struct sigconst *c, const struc
 				 blk && blk->module ? blk->module : "another module");
 }
 
+/* Whether the constant is tied to blk by the load right after its import. */
+static bool tied(uint64_t base, const struct sigconst *c, const struct cp_import_block *blk)
+{
+	const struct cp_block_load *f = blk ? first_load(blk) : NULL;
+
+	return f && f->target == base + 8 * c->entry;
+}
+
+/*
+ * A mapped module's import (a cimport) whose constant no load right after
+ * it reads, while a constant is tied to no import: which functions come
+ * from which module is then a guess (module state reads the string table
+ * through a register), and the scan says it cannot vouch for them.
+ */
+static cp_status check_ties(cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc, cp_error *err)
+{
+	size_t i, k;
+	bool loose = false;
+	const char *mm;
+
+	for (k = 0; k < nc && !loose; k++)
+		loose = !tied(base, &c[k], block_of(s, base, c[k].entry));
+	for (i = 0; loose && i < s->nblocks && !s->incomplete[0]; i++) {
+		bool has = false;
+
+		if (!s->blocks[i].module || cp_scan_name_layout(s, s->blocks[i].module, &mm) < 0)
+			continue;
+		for (k = 0; k < nc && !has; k++)
+			has = block_of(s, base, c[k].entry) == &s->blocks[i] && tied(base, &c[k], &s->blocks[i]);
+		if (has)
+			continue;
+		snprintf(s->incomplete, sizeof(s->incomplete), "no import-signature constant is read right after "
+			 "the import of %s, so which cimported functions are its is not known", s->blocks[i].module);
+		return cp_scan_note(s, err, "%s", s->incomplete);
+	}
+	return CP_OK;
+}
+
 static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
 			       const struct cp_import_block *blk, cp_error *err)
 {
@@ -953,6 +991,8 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 			break;
 	}
 	base = st ? 0 : solve_table_base(s, consts, nc);
+	if (!st)
+		st = check_ties(s, base, consts, nc, err);
 	for (k = 0; !st && k < nc; k++)
 		st = emit_sigconst(s, bi, &consts[k], block_of(s, base, consts[k].entry), err);
 	for (k = 0; k < nc; k++)

@@ -50,10 +50,19 @@ VARIANT_REFUSALS = [
     (lambda e: e.get("variant") == "shared" and (e["module"] in ("pyimport", "pyimport_as") or
                                                  (e["module"] == "pyfrom" and e["layout"] == "legacy")),
      ("retarget",), "(Cython's shared utility module), where the fallback stub cannot see it"),
-    # module state: the import-signature constants are not tied to their modules
-    (lambda e: e.get("variant") == "module-state" and e["cython"] >= "3.2", ("retarget",),
-     "signatures of a cimported module change"),
+    # module state reads the string table through a register: nothing ties
+    # the import-signature constants to their modules
+    (lambda e: e.get("variant") == "module-state" and e["cython"] >= "3.2", ("retarget", "fallback"),
+     "so which cimported functions are its is not known"),
 ]
+
+
+def scan_incomplete(entry):
+    """The words of the reason the scan cannot vouch for a corpus entry (the
+    same in every mode, and for check), or None."""
+    if entry.get("variant") in ("mcmodel-large", "module-state"):
+        return variant_refusal(entry, "fallback")
+    return None
 
 
 # Cython's module state (CYTHON_USE_MODULE_STATE) loses the exception of a
