@@ -395,6 +395,14 @@ static bool begins(const char *p, const char *end, const char *w)
 	       ((size_t)(end - p) == n || !(isalnum((unsigned char)p[n]) || p[n] == '_'));
 }
 
+/* Whether the line at p holds the text w. */
+static bool line_holds(const char *p, const char *end, const char *w)
+{
+	const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+	return memmem(p, (size_t)((eol ? eol : end) - p), w, strlen(w)) != NULL;
+}
+
 /* An except clause at p that catches a failed import: bare, or naming
  * ImportError, ModuleNotFoundError, Exception or BaseException. */
 static bool catches_import_error(const char *p, const char *end)
@@ -460,10 +468,9 @@ static bool guarded(const char *src, const char *end, const char *at)
 	}
 	if (!head)
 		return false;
-	if (begins(head, end, "if") && (strstr(head, "TYPE_CHECKING") &&
-					 strstr(head, "TYPE_CHECKING") < (const char *)memchr(head, '\n', (size_t)(end - head))))
+	if (begins(head, end, "if") && line_holds(head, end, "TYPE_CHECKING"))
 		return true;
-	if (!begins(head, end, "try:") && !begins(head, end, "try"))
+	if (!begins(head, end, "try"))
 		return false;
 	for (p = head; p < end;) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
