@@ -333,7 +333,9 @@ static cp_status patch_entry_length(struct planner *pl, const struct cp_blob *b,
 
 /* The decoder's own checks: stored and decoded lengths as immediates of
  * the decoding function (LZSS: the output size, its last index, the input
- * consumed; zlib, bz2, zstd: the input size). */
+ * consumed; zlib, bz2, zstd: the input size), in the instructions that can
+ * carry a length (cp_dis_is_length_operand): a module-exec frame of 248
+ * bytes and a blob of 248 bytes were both rewritten, and CPython crashed. */
 static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
 			      uint64_t newstored)
 {
@@ -357,7 +359,8 @@ static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint6
 		int64_t v;
 		unsigned len;
 
-		if (cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v)) {
+		if (cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v) &&
+		    cp_dis_is_length_operand(&pl->dis, pl->img, a)) {
 			for (i = 0; i < nv; i++) {
 				cp_status st;
 

@@ -302,3 +302,30 @@ def test_from_cuda_import_cuda_and_cudart_is_not_half_rewritten(tmp_path):
     assert "the fallback stub covers it" in proc.stdout
     out = import_and_call(str(dest), "fromboth", MANIFEST["cuda_bindings_13"]["tree"], "runtime_module")
     assert out["runtime_module"] == ["ok", repr(("cuda.bindings.driver", "cuda.bindings.runtime"))]
+
+
+def test_an_immediate_that_only_equals_the_blob_length_is_left_alone(tmp_path):
+    """A Cython 3.2.9 module whose zlib blob is 248 bytes, as its module-exec
+    frame is: `sub rsp, 0xf8` and `add rsp, 0xf8` were rewritten with the
+    new length as "blob length checked by its decoder", and CPython crashed
+    (SIGSEGV) importing the output; only `mov esi, 0xf8` carries it."""
+    import random
+    import re
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    chars = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    rng = random.Random(9)
+    fill = "".join(rng.choice(chars) for _ in range(4000))[:35]
+    src = build_corpus.substitute(open(os.path.join(ROOT, "samples", "consumers", "pyfrom.pyx.in")).read(),
+                                  "bindings") + "\nFILL = %r\n" % fill
+    so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path / "build"), "pyfrom", src, "3.2.9",
+                                        [MANIFEST["providers"]["bindings"]])
+    assert not why, why
+    stored = show_json(so)["blobs"][0]["stored_length"]
+    dis = subprocess.run(["objdump", "-d", "-M", "intel", so], stdout=subprocess.PIPE, text=True).stdout
+    assert re.search(r"sub\s+rsp,%#x\b" % stored, dis), "the frame no longer matches the blob: retune FILL"
+    dest = tmp_path / "out" / os.path.basename(so)
+    dest.parent.mkdir()
+    cypatch("--target-layout", "legacy", "-o", str(dest), so, check=0)
+    out = import_and_call(str(dest), "pyfrom", MANIFEST["providers"]["legacy"], "run")
+    assert out["run"] == ["ok", EXPECTED["pyfrom"]["legacy"]]
