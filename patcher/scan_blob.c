@@ -770,6 +770,14 @@ static const struct cp_import_block *block_of(const cp_scan *s, uint64_t base, s
 	return best;
 }
 
+/* Whether the constant is tied to blk by the load right after its import. */
+static bool tied(uint64_t base, const struct sigconst *c, const struct cp_import_block *blk)
+{
+	const struct cp_block_load *f = blk ? first_load(blk) : NULL;
+
+	return f && f->target == base + 8 * c->entry;
+}
+
 /* How well a table address fits: constants whose slot is the first load
  * after an import count before those some later load reads. */
 static size_t fit(const cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc)
@@ -778,10 +786,9 @@ static size_t fit(const cp_scan *s, uint64_t base, const struct sigconst *c, siz
 
 	for (m = 0; m < nc; m++) {
 		const struct cp_import_block *b = block_of(s, base, c[m].entry);
-		const struct cp_block_load *f = b ? first_load(b) : NULL;
 
 		if (b)
-			score += f && f->target == base + 8 * c[m].entry ? nc + 1 : 1;
+			score += tied(base, &c[m], b) ? nc + 1 : 1;
 	}
 	return score;
 }
@@ -817,14 +824,6 @@ static void note_shared_import(cp_scan *s, const struct sigconst *c, const struc
 		if (!strncmp(c->piece[k], "__Pyx_Import", 12) || !strncmp(c->piece[k], "__Pyx__Import", 13))
 			snprintf(s->shared_import, sizeof(s->shared_import), "%s",
 				 blk && blk->module ? blk->module : "another module");
-}
-
-/* Whether the constant is tied to blk by the load right after its import. */
-static bool tied(uint64_t base, const struct sigconst *c, const struct cp_import_block *blk)
-{
-	const struct cp_block_load *f = blk ? first_load(blk) : NULL;
-
-	return f && f->target == base + 8 * c->entry;
 }
 
 /*
