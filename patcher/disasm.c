@@ -573,25 +573,18 @@ bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *im
 	return false;
 }
 
-bool cp_dis_is_length_operand(cp_dis *d, const cp_image *img, uint64_t addr)
+bool cp_dis_is_cmp_reg_imm(cp_dis *d, const cp_image *img, uint64_t addr)
 {
 	const cs_x86 *x;
-	int r, i;
+	int r;
 
-	if (!decode_at(d, img, addr))
+	if (!decode_at(d, img, addr) || d->insn->id != X86_INS_CMP)
 		return false;
 	x = &d->insn->detail->x86;
 	if (x->op_count != 2 || x->operands[0].type != X86_OP_REG || x->operands[1].type != X86_OP_IMM)
 		return false;
 	r = cp_reg64(x->operands[0].reg);
-	if (d->insn->id == X86_INS_CMP)
-		return r >= 0 && r != R_RSP && r != R_RBP;
-	if (d->insn->id != X86_INS_MOV)
-		return false;
-	for (i = 0; i < 6; i++)
-		if (r == arg_regs[i])
-			return true;
-	return false;
+	return r >= 0 && r != R_RSP && r != R_RBP;
 }
 
 unsigned cp_dis_operand_size(cp_dis *d, const cp_image *img, uint64_t addr)

@@ -77,12 +77,9 @@ bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *tar
 bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,
 		      uint8_t *imm_size, int64_t *value);
 
-/* Whether the instruction at addr can carry a length into a call or a
- * check: `mov` of an immediate into an argument register, or `cmp` of a
- * register other than the stack and frame pointers with an immediate. Not
- * `sub rsp, imm` (a frame size), not `and eax, imm` (a flags mask), which
- * can hold the same number. */
-bool cp_dis_is_length_operand(cp_dis *d, const cp_image *img, uint64_t addr);
+/* Whether the instruction at addr is `cmp` of a register other than the
+ * stack and frame pointers with an immediate. */
+bool cp_dis_is_cmp_reg_imm(cp_dis *d, const cp_image *img, uint64_t addr);
 
 /* The size in bytes of the first operand of the instruction at addr (what
  * an immediate of it is extended to), or 0 when it cannot be decoded. */

@@ -26,6 +26,8 @@ struct aval {
 	uint64_t v;
 	uint64_t known; /* K_BITS: the known bits of v */
 	uint64_t origin; /* instruction that set a register, for immediates */
+	uint64_t imm;    /* the instruction whose immediate is this value
+			  * (mov reg, imm; then register copies), or 0 */
 };
 
 struct xmm {
@@ -43,11 +45,11 @@ struct eval {
 	const cs_insn *in;
 };
 
-static const struct aval unknown = { K_BITS, 0, 0, 0 };
+static const struct aval unknown = { K_BITS, 0, 0, 0, 0 };
 
 static struct aval bits(uint64_t v, uint64_t known)
 {
-	struct aval a = { K_BITS, v & known, known, 0 };
+	struct aval a = { K_BITS, v & known, known, 0, 0 };
 
 	return a;
 }
@@ -175,6 +177,7 @@ static struct aval reg_read(struct eval *e, x86_reg r, unsigned size)
 		struct aval r = bits(a.v & size_mask(size), a.known & size_mask(size));
 
 		r.origin = a.origin;
+		r.imm = size == 4 ? a.imm : 0;
 		return r;
 	}
 }
@@ -202,6 +205,7 @@ static void reg_write(struct eval *e, x86_reg r, unsigned size, struct aval a)
 	if (size == 4) {
 		*d = bits(a.v & 0xffffffffull, (a.known & 0xffffffffull) | 0xffffffff00000000ull);
 		d->origin = a.origin;
+		d->imm = a.imm;
 		return;
 	}
 	if (d->kind != K_BITS)
@@ -209,6 +213,7 @@ static void reg_write(struct eval *e, x86_reg r, unsigned size, struct aval a)
 	d->v = (d->v & ~size_mask(size)) | (a.v & size_mask(size));
 	d->known = (d->known & ~size_mask(size)) | (a.known & size_mask(size));
 	d->v &= d->known;
+	d->imm = 0;
 	/* the last instruction to set part of it (`or al, 0xb3` after a load
 	 * of the word): where an immediate of the value is */
 	d->origin = a.origin;
@@ -329,6 +334,9 @@ static void do_mov(struct eval *e, const cs_x86 *x, unsigned id)
 		a = unknown;
 	} else if (x->operands[1].type == X86_OP_IMM) {
 		a = bits((uint64_t)x->operands[1].imm, size_mask(x->operands[0].size));
+		a.imm = e->in->address;
+	} else if (x->operands[1].type != X86_OP_REG) {
+		a.imm = 0;
 	}
 	write_op(e, &x->operands[0], a, io);
 }
@@ -513,6 +521,39 @@ static void note_arglen(struct eval *e, const char *name)
 	f->narglens++;
 }
 
+static const int arg_reg[6] = { 7, 6, 2, 1, 8, 9 }; /* rdi rsi rdx rcx r8 r9 */
+
+/* Every call, with its argument registers (cp_frame_call). */
+static void note_call(struct eval *e, const cs_x86 *x, const char *name)
+{
+	struct cp_frame *f = e->f;
+	struct cp_frame_call *c;
+	int i;
+
+	if (CP_GROW(f->calls, f->capcalls, f->ncalls + 1)) {
+		e->oom = true;
+		return;
+	}
+	c = &f->calls[f->ncalls++];
+	memset(c, 0, sizeof(*c));
+	c->insn = e->in->address;
+	c->name = name;
+	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
+		c->target = (uint64_t)x->operands[0].imm;
+	else if (x->op_count == 1 && x->operands[0].type == X86_OP_MEM &&
+		 x->operands[0].mem.base == X86_REG_RIP && x->operands[0].mem.index == X86_REG_INVALID)
+		c->name = cp_image_got_name(e->img, rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
+	for (i = 0; i < 6; i++) {
+		const struct aval *a = &e->reg[arg_reg[i]];
+
+		if (a->kind != K_BITS || a->known != ~0ull)
+			continue;
+		c->known |= (uint8_t)(1u << i);
+		c->arg[i] = a->v;
+		c->arg_imm[i] = a->imm;
+	}
+}
+
 /* memcpy / memset calls that fill the frame; constant string lengths. */
 static void do_call(struct eval *e, const cs_x86 *x)
 {
@@ -521,6 +562,7 @@ static void do_call(struct eval *e, const cs_x86 *x)
 
 	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
 		name = cp_image_plt_name(e->img, (uint64_t)x->operands[0].imm);
+	note_call(e, x, name);
 	if (name)
 		note_arglen(e, name);
 	if (name && di->kind == K_FRAME && dx->kind == K_BITS && dx->known == ~0ull) {
@@ -701,6 +743,32 @@ static void record_imms(struct eval *e, const cs_x86 *x)
 		if (e->in->id == X86_INS_CMP)
 			f->cmps[f->ncmps++] = (uint64_t)x->operands[i].imm;
 	}
+	if (e->in->id != X86_INS_CMP)
+		return;
+	for (i = 0; i < x->op_count; i++) {
+		struct aval a;
+
+		if (x->operands[i].type != X86_OP_REG && x->operands[i].type != X86_OP_MEM)
+			continue;
+		if (x->operands[i].type == X86_OP_REG) {
+			a = reg_read(e, x->operands[i].reg, x->operands[i].size);
+		} else {
+			int64_t off;
+
+			/* not read_op: what the decode loop reads first stays as the
+			 * snapshots have it */
+			if (!frame_addr(e, &x->operands[i].mem, &off))
+				continue;
+			a = mem_read(e, off, x->operands[i].size);
+		}
+		if (a.kind != K_BITS || a.known != size_mask(x->operands[i].size))
+			continue;
+		if (CP_GROW(f->cmpvals, f->capcmpvals, f->ncmpvals + 1)) {
+			e->oom = true;
+			return;
+		}
+		f->cmpvals[f->ncmpvals++] = a.v;
+	}
 }
 
 static void forget_written(struct eval *e, csh h, const cs_insn *in)
@@ -811,8 +879,8 @@ static void unique(uint64_t *v, size_t *count)
 	*count = n;
 }
 
-cp_status cp_frame_eval(const cp_image *img, uint64_t start, uint64_t end,
-			struct cp_frame *f, cp_error *err)
+static cp_status frame_eval(const cp_image *img, uint64_t start, uint64_t end,
+			    struct cp_frame *f, bool seed_args, cp_error *err)
 {
 	const struct cp_section *s = cp_image_section_at(img, start);
 	struct eval e;
@@ -840,6 +908,12 @@ cp_status cp_frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 	e.img = img;
 	e.f = f;
 	e.reg[RSP].kind = K_FRAME;
+	if (seed_args) {
+		int i;
+
+		for (i = 0; i < 6; i++)
+			e.reg[arg_reg[i]] = bits(CP_FRAME_ARG(i), ~0ull);
+	}
 	size = end - start;
 	while (size > 0 && !e.oom) {
 		if (!cs_disasm_iter(d.handle, &code, &size, &addr, d.insn)) {
@@ -857,6 +931,18 @@ cp_status cp_frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 	unique(f->imms, &f->nimms);
 	unique(f->cmps, &f->ncmps);
 	return CP_OK;
+}
+
+cp_status cp_frame_eval(const cp_image *img, uint64_t start, uint64_t end,
+			struct cp_frame *f, cp_error *err)
+{
+	return frame_eval(img, start, end, f, false, err);
+}
+
+cp_status cp_frame_eval_callee(const cp_image *img, uint64_t start, uint64_t end,
+			       struct cp_frame *f, cp_error *err)
+{
+	return frame_eval(img, start, end, f, true, err);
 }
 
 void cp_frame_free(struct cp_frame *f)
@@ -877,6 +963,8 @@ void cp_frame_free(struct cp_frame *f)
 	free(f->leas);
 	free(f->lea_insn);
 	free(f->arglens);
+	free(f->calls);
+	free(f->cmpvals);
 	memset(f, 0, sizeof(*f));
 }
 

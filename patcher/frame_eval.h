@@ -63,6 +63,21 @@ struct cp_frame {
 		bool is_bytes;
 	} *arglens;
 	size_t narglens, caparglens;
+	/* Every call, with what its argument registers held: a value whose
+	 * bits are all known, and the instruction whose immediate made it (a
+	 * `mov esi, imm`, followed through register copies), or 0. */
+	struct cp_frame_call {
+		uint64_t insn;
+		uint64_t target;     /* a direct call's target, else 0 */
+		const char *name;    /* the imported function it reaches (PLT or GOT), or NULL */
+		uint64_t arg[6];     /* rdi, rsi, rdx, rcx, r8, r9 */
+		uint64_t arg_imm[6];
+		uint8_t known;       /* bit i: arg[i] is known */
+	} *calls;
+	size_t ncalls, capcalls;
+	uint64_t *cmpvals;           /* known values compared by cmp from a register or
+				      * the frame (not immediates), in code order */
+	size_t ncmpvals, capcmpvals;
 	uint64_t *leas;              /* RIP-relative lea targets in read-only data */
 	uint64_t *lea_insn;          /* ... and the lea instruction addresses */
 	size_t nleas, capleas, capleainsn;
@@ -72,6 +87,17 @@ struct cp_frame {
 cp_status cp_frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 			struct cp_frame *f, cp_error *err);
 void cp_frame_free(struct cp_frame *f);
+
+/* The value argument i of a function holds at its entry, when evaluated by
+ * cp_frame_eval_callee: a marker no code makes, so that a call of the
+ * function's own that receives it (through registers or frame slots) shows
+ * which argument reaches it. */
+#define CP_FRAME_ARG(i) (0x7fc0ffee5eed0000ull | (uint64_t)(i))
+
+/* As cp_frame_eval, with argument i's register holding CP_FRAME_ARG(i) at
+ * entry. */
+cp_status cp_frame_eval_callee(const cp_image *img, uint64_t start, uint64_t end,
+			       struct cp_frame *f, cp_error *err);
 
 /* Reads `bits` low bits of cell i (4 bytes) of the array at frame offset
  * base, as code first indexed it; false when any of them is unknown or the

@@ -13,6 +13,7 @@
  */
 #include "plan_internal.h"
 #include "error.h"
+#include "frame_eval.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -331,53 +332,225 @@ static cp_status patch_entry_length(struct planner *pl, const struct cp_blob *b,
 	return patch_imm(pl, e->cell_insn, mask, e->length, newlen, what);
 }
 
-/* The decoder's own checks: stored and decoded lengths as immediates of
- * the decoding function (LZSS: the output size, its last index, the input
- * consumed; zlib, bz2, zstd: the input size), in the instructions that can
- * carry a length (cp_dis_is_length_operand): a module-exec frame of 248
- * bytes and a blob of 248 bytes were both rewritten, and CPython crashed. */
+/* --- the decoder's checks ---------------------------------------------- */
+
+/*
+ * Where the blob's lengths reach its decoder, found by data flow, never by
+ * value alone: a module-exec frame of 248 bytes (`sub rsp, 0xf8`) and an
+ * int constant (`mov edi, 0xd3; call PyLong_FromLong`) have both equalled a
+ * blob's length, and rewriting them crashed CPython or changed a constant.
+ *
+ * - zlib, bz2, zstd: the stored length is the length argument of
+ *   PyMemoryView_FromMemory(s, len, flags), passed by the decoding function
+ *   itself (__Pyx_DecompressString inlined), or by a function it calls with
+ *   the length as an argument (-O0).
+ * - LZSS: the decoded length is the size of the output buffer,
+ *   PyBytes_FromStringAndSize(NULL, len), reached the same way. The stored
+ *   length (the input consumed) and the last index are, when the decoder is
+ *   a function of its own (__Pyx_DecompressString_LZSS(s, 655, 857), -O0),
+ *   its arguments that it compares; when it is inlined, the `cmp reg, imm`
+ *   of its decode loop, between the allocation and the next call to
+ *   anything but memcpy/memmove/PyBytes_AsString.
+ *
+ * Each site is the instruction whose immediate made the argument register's
+ * value (cp_frame_call.arg_imm).
+ */
+struct len_sites {
+	struct { uint64_t insn, oldv, newv; } v[16];
+	int n;
+	bool full;
+};
+
+static void add_site(struct len_sites *ls, uint64_t insn, uint64_t oldv, uint64_t newv)
+{
+	int i;
+
+	for (i = 0; i < ls->n; i++)
+		if (ls->v[i].insn == insn)
+			return;
+	if (ls->n == (int)(sizeof(ls->v) / sizeof(ls->v[0]))) {
+		ls->full = true;
+		return;
+	}
+	ls->v[ls->n].insn = insn;
+	ls->v[ls->n].oldv = oldv;
+	ls->v[ls->n++].newv = newv;
+}
+
+/* Whether call c is `name` with argument `arg` holding v (and a NULL first
+ * argument when null_first: an allocation). */
+static bool call_is(const struct cp_frame_call *c, const char *name, int arg, uint64_t v, bool null_first)
+{
+	return c->name && !strcmp(c->name, name) && (c->known >> arg & 1) && c->arg[arg] == v &&
+	       (!null_first || ((c->known & 1) && c->arg[0] == 0));
+}
+
+static bool has_cmpval(const struct cp_frame *f, uint64_t v)
+{
+	size_t i;
+
+	for (i = 0; i < f->ncmpvals; i++)
+		if (f->cmpvals[i] == v)
+			return true;
+	return false;
+}
+
+/* What a length needs: the call it reaches and which of its arguments. */
+struct sink {
+	const char *name;
+	int arg;
+	bool null_first;
+	uint64_t oldv, newv;
+};
+
+/* A call of the decoder to a function of the module that passes the length
+ * on to the sink: its argument's immediate, and (LZSS) the other
+ * arguments it compares, which hold `others` values. */
+static cp_status through_callee(struct planner *pl, const struct cp_frame_call *c, const struct sink *sk,
+				const uint64_t *oldo, const uint64_t *newo, int nothers,
+				struct len_sites *ls, bool *hit)
+{
+	uint64_t start, end;
+	struct cp_frame cf;
+	cp_status st;
+	size_t k;
+	int i, j;
+
+	for (i = 0; i < 6; i++) {
+		if (!(c->known >> i & 1) || c->arg[i] != sk->oldv || !c->arg_imm[i])
+			continue;
+		if (!cp_image_function(pl->img, c->target, &start, &end) || start != c->target)
+			return CP_OK;
+		st = cp_frame_eval_callee(pl->img, start, end, &cf, pl->err);
+		if (st)
+			return st;
+		for (k = 0; k < cf.ncalls; k++)
+			if (call_is(&cf.calls[k], sk->name, sk->arg, CP_FRAME_ARG(i), sk->null_first))
+				break;
+		if (k < cf.ncalls) {
+			*hit = true;
+			add_site(ls, c->arg_imm[i], sk->oldv, sk->newv);
+			for (j = 0; j < 6; j++) {
+				int o;
+
+				if (j == i || !(c->known >> j & 1) || !c->arg_imm[j] ||
+				    !has_cmpval(&cf, CP_FRAME_ARG(j)))
+					continue;
+				for (o = 0; o < nothers; o++)
+					if (c->arg[j] == oldo[o])
+						add_site(ls, c->arg_imm[j], oldo[o], newo[o]);
+			}
+		}
+		cp_frame_free(&cf);
+	}
+	return CP_OK;
+}
+
+/* The inlined LZSS loop's checks: `cmp reg, imm` from the allocation at
+ * `from` up to the next call that is not memcpy/memmove (the match copy)
+ * or PyBytes_AsString (the buffer, limited API). */
+static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t from, const uint64_t *oldo,
+			const uint64_t *newo, int nothers, struct len_sites *ls)
+{
+	uint64_t a = f->calls[from].insn, end = 0;
+	size_t k;
+	unsigned len;
+	int o;
+
+	for (k = from + 1; k < f->ncalls && !end; k++)
+		if (!f->calls[k].name || (strcmp(f->calls[k].name, "memcpy") && strcmp(f->calls[k].name, "memmove") &&
+					  strcmp(f->calls[k].name, "PyBytes_AsString")))
+			end = f->calls[k].insn;
+	if (!end)
+		return;
+	for (; a < end; a += len ? len : 1) {
+		uint8_t off, size;
+		int64_t v;
+
+		len = cp_dis_size(&pl->dis, pl->img, a);
+		if (!cp_dis_is_cmp_reg_imm(&pl->dis, pl->img, a) ||
+		    !cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v))
+			continue;
+		for (o = 0; o < nothers; o++)
+			if ((uint64_t)v == oldo[o])
+				add_site(ls, a, oldo[o], newo[o]);
+	}
+}
+
 static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
 			      uint64_t newstored)
 {
-	uint64_t olds[3], news[3], start, end, a;
-	int nv = 0, i, found = 0;
+	struct len_sites ls;
+	struct sink sk;
+	struct cp_frame f;
+	uint64_t oldo[3], newo[3], start, end;
+	int nothers = 0, i;
+	bool hit = false;
+	size_t k;
+	cp_status st;
 
 	if (b->algo == CP_BLOB_NONE)
 		return CP_OK;
-	olds[nv] = b->stored_length;
-	news[nv++] = newstored;
+	memset(&ls, 0, sizeof(ls));
 	if (b->algo == CP_BLOB_LZSS) {
-		olds[nv] = b->length;
-		news[nv++] = newlen;
-		olds[nv] = b->length - 1;
-		news[nv++] = newlen - 1;
+		sk.name = "PyBytes_FromStringAndSize";
+		sk.arg = 1;
+		sk.null_first = true;
+		sk.oldv = b->length;
+		sk.newv = newlen;
+		oldo[nothers] = b->stored_length;
+		newo[nothers++] = newstored;
+		oldo[nothers] = b->length - 1;
+		newo[nothers++] = newlen - 1;
+		oldo[nothers] = b->length;
+		newo[nothers++] = newlen;
+	} else {
+		sk.name = "PyMemoryView_FromMemory";
+		sk.arg = 1;
+		sk.null_first = false;
+		sk.oldv = b->stored_length;
+		sk.newv = newstored;
 	}
 	if (!cp_image_function(pl->img, b->func, &start, &end))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's decoder was not found", pl->img->path);
-	for (a = start; a < end;) {
-		uint8_t off, size;
-		int64_t v;
-		unsigned len;
+	st = cp_frame_eval(pl->img, start, end, &f, pl->err);
+	if (st)
+		return st;
+	for (k = 0; !st && k < f.ncalls; k++) {
+		const struct cp_frame_call *c = &f.calls[k];
 
-		if (cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v) &&
-		    cp_dis_is_length_operand(&pl->dis, pl->img, a)) {
-			for (i = 0; i < nv; i++) {
-				cp_status st;
-
-				if ((uint64_t)v != olds[i] || olds[i] < 16)
-					continue;
-				st = patch_imm(pl, a, 0xffffffffull, olds[i], news[i], "blob length checked by its decoder");
-				if (st)
-					return st;
-				found++;
-			}
+		if (call_is(c, sk.name, sk.arg, sk.oldv, sk.null_first) && c->arg_imm[sk.arg]) {
+			hit = true;
+			add_site(&ls, c->arg_imm[sk.arg], sk.oldv, sk.newv);
+			if (b->algo == CP_BLOB_LZSS)
+				loop_checks(pl, &f, k, oldo, newo, nothers, &ls);
+		} else if (c->target && !c->name) {
+			st = through_callee(pl, c, &sk, oldo, newo, nothers, &ls, &hit);
 		}
-		len = cp_dis_size(&pl->dis, pl->img, a);
-		a += len ? len : 1;
 	}
-	if (!found)
-		return cp_fail(pl->err, CP_E_INPUT, "%s: no immediate holds the blob's stored length %llu",
-			       pl->img->path, (unsigned long long)b->stored_length);
+	cp_frame_free(&f);
+	if (st)
+		return st;
+	if (!hit || ls.full)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's %s length %llu reaches %s from no immediate "
+			       "cypatch can follow", pl->img->path, b->algo == CP_BLOB_LZSS ? "decoded" : "stored",
+			       (unsigned long long)sk.oldv, sk.name);
+	/* LZSS: the input consumed is checked too, or a changed blob would fail
+	 * to decode ("LZSS string data decompression failed") */
+	if (b->algo == CP_BLOB_LZSS) {
+		for (i = 0; i < ls.n && ls.v[i].oldv != b->stored_length; i++)
+			;
+		if (i == ls.n)
+			return cp_fail(pl->err, CP_E_INPUT, "%s: the LZSS decoder's check of the input consumed "
+				       "(%llu bytes) was not found", pl->img->path,
+				       (unsigned long long)b->stored_length);
+	}
+	for (i = 0; i < ls.n; i++) {
+		st = patch_imm(pl, ls.v[i].insn, 0xffffffffull, ls.v[i].oldv, ls.v[i].newv,
+			       "blob length checked by its decoder");
+		if (st)
+			return st;
+	}
 	return CP_OK;
 }
 
