@@ -32,6 +32,7 @@ struct aval {
 
 struct xmm {
 	uint8_t v[16], known[16];
+	uint64_t addr[2]; /* a lea's address in a half, or 0 */
 };
 
 struct eval {
@@ -237,6 +238,7 @@ static uint64_t rip_addr(const cs_insn *in, const x86_op_mem *m)
 }
 
 static void snap_fill(struct eval *e, int64_t off, size_t len);
+static void note_astore(struct eval *e, int64_t off, uint64_t va);
 
 static struct aval read_op(struct eval *e, const cs_x86_op *op)
 {
@@ -337,6 +339,15 @@ static void do_mov(struct eval *e, const cs_x86 *x, unsigned id)
 		a.imm = e->in->address;
 	} else if (x->operands[1].type != X86_OP_REG) {
 		a.imm = 0;
+	}
+	if (a.kind == K_ADDR && x->operands[0].type == X86_OP_MEM && x->operands[0].size == 8) {
+		int64_t off;
+
+		if (frame_addr(e, &x->operands[0].mem, &off)) {
+			note_astore(e, off, a.v);
+			mem_forget(e, off, 8);
+			return;
+		}
 	}
 	write_op(e, &x->operands[0], a, io);
 }
@@ -488,6 +499,50 @@ forget:
 	*cx = unknown;
 }
 
+static void note_astore(struct eval *e, int64_t off, uint64_t va)
+{
+	struct cp_frame *f = e->f;
+	struct cp_frame_astore *a;
+
+	if (!va)
+		return;
+	if (CP_GROW(f->astores, f->capastores, f->nastores + 1)) {
+		e->oom = true;
+		return;
+	}
+	a = &f->astores[f->nastores++];
+	memset(a, 0, sizeof(*a));
+	a->off = off;
+	a->va = va;
+	a->insn = e->in->address;
+}
+
+/* What follows each address stored since the last call, as it is now. */
+static void resolve_astores(struct eval *e)
+{
+	struct cp_frame *f = e->f;
+	size_t i, idx;
+	unsigned b;
+
+	for (i = f->nastores; i-- > 0 && !f->astores[i].resolved;) {
+		struct cp_frame_astore *a = &f->astores[i];
+		bool ok;
+
+		a->resolved = true;
+		if (!frame_index(a->off + 8, 8, &idx))
+			continue;
+		ok = true;
+		a->next = 0;
+		for (b = 0; b < 8 && ok; b++) {
+			ok = f->known[idx + b] == 0xff && f->src[idx + b].insn == f->src[idx].insn &&
+			     !f->src[idx + b].va;
+			a->next |= (uint64_t)f->val[idx + b] << (8 * b);
+		}
+		a->next_known = ok && f->src[idx].insn;
+		a->next_insn = a->next_known ? f->src[idx].insn : 0;
+	}
+}
+
 static void clobber_call(struct eval *e)
 {
 	static const int regs[] = { 0, 1, 2, 6, 7, 8, 9, 10, 11 };
@@ -565,6 +620,7 @@ static void do_call(struct eval *e, const cs_x86 *x)
 	note_call(e, x, name);
 	if (name)
 		note_arglen(e, name);
+	resolve_astores(e);
 	if (name && di->kind == K_FRAME && dx->kind == K_BITS && dx->known == ~0ull) {
 		if ((!strcmp(name, "memcpy") || !strcmp(name, "memmove")) && si->kind == K_ADDR)
 			mem_copy_in(e, (int64_t)di->v, si->v, dx->v);
@@ -628,8 +684,48 @@ static bool do_vector(struct eval *e, const cs_x86 *x)
 		return true;
 	}
 	if (si >= 0 && d->type == X86_OP_MEM) {
-		if (frame_addr(e, &d->mem, &off))
+		if (frame_addr(e, &d->mem, &off)) {
 			mem_write_bytes(e, off, e->xmm[si].v, e->xmm[si].known, 16, 0, 0);
+			note_astore(e, off, e->xmm[si].addr[0]);
+			note_astore(e, off + 8, e->xmm[si].addr[1]);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* movq xmm, r64 and punpcklqdq xmm, xmm: the halves of a 16-byte store
+ * (GCC pairs a string-table entry's pointers this way). */
+static bool do_qword_xmm(struct eval *e, const cs_x86 *x, unsigned id)
+{
+	const cs_x86_op *d = &x->operands[0], *s = &x->operands[1];
+	int di = x->op_count == 2 && d->type == X86_OP_REG ? xmm_index(d->reg) : -1;
+	struct xmm *xd;
+
+	if (di < 0)
+		return false;
+	xd = &e->xmm[di];
+	if (id == X86_INS_MOVQ && s->type == X86_OP_REG && s->size == 8 && cp_reg64(s->reg) >= 0) {
+		struct aval a = reg_read(e, s->reg, 8);
+		unsigned b;
+
+		memset(xd, 0, sizeof(*xd));
+		memset(xd->known + 8, 0xff, 8);
+		if (a.kind == K_ADDR)
+			xd->addr[0] = a.v;
+		else if (a.kind == K_BITS)
+			for (b = 0; b < 8; b++) {
+				xd->v[b] = (uint8_t)(a.v >> (8 * b));
+				xd->known[b] = (uint8_t)(a.known >> (8 * b));
+			}
+		return true;
+	}
+	if (id == X86_INS_PUNPCKLQDQ && s->type == X86_OP_REG && xmm_index(s->reg) >= 0) {
+		const struct xmm *xs = &e->xmm[xmm_index(s->reg)];
+
+		memmove(xd->v + 8, xs->v, 8);
+		memmove(xd->known + 8, xs->known, 8);
+		xd->addr[1] = xs->addr[0];
 		return true;
 	}
 	return false;
@@ -856,6 +952,8 @@ static void step(struct eval *e, csh h, const cs_insn *in)
 	}
 	if (is_vector_move(id) && do_vector(e, x))
 		return;
+	if (do_qword_xmm(e, x, id))
+		return;
 	forget_written(e, h, in);
 }
 
@@ -926,6 +1024,8 @@ static cp_status frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 		step(&e, d.handle, d.insn);
 	}
 	cp_dis_close(&d);
+	if (!e.oom)
+		resolve_astores(&e);
 	if (e.oom)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	unique(f->imms, &f->nimms);
@@ -965,6 +1065,7 @@ void cp_frame_free(struct cp_frame *f)
 	free(f->arglens);
 	free(f->calls);
 	free(f->cmpvals);
+	free(f->astores);
 	memset(f, 0, sizeof(*f));
 }
 

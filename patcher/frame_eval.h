@@ -78,6 +78,21 @@ struct cp_frame {
 	uint64_t *cmpvals;           /* known values compared by cmp from a register or
 				      * the frame (not immediates), in code order */
 	size_t ncmpvals, capcmpvals;
+	/* 8-byte frame stores of a RIP-relative lea's address (directly, or as
+	 * a half of an xmm register: movq, punpcklqdq), and what the 8 bytes
+	 * after it held at the next call: Cython 3.0's string table,
+	 * {PyObject **p; const char *s; Py_ssize_t n; ...}, built in code. */
+	struct cp_frame_astore {
+		int64_t off;
+		uint64_t va;
+		uint64_t insn;      /* the store */
+		bool resolved;
+		bool next_known;    /* the next 8 bytes were all known ... */
+		uint64_t next;      /* ... held this value ... */
+		uint64_t next_insn; /* ... made by this one instruction (its
+				     * immediate, or what set the register stored) */
+	} *astores;
+	size_t nastores, capastores;
 	uint64_t *leas;              /* RIP-relative lea targets in read-only data */
 	uint64_t *lea_insn;          /* ... and the lea instruction addresses */
 	size_t nleas, capleas, capleainsn;

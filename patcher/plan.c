@@ -9,6 +9,7 @@
 #include "error.h"
 #include "names.h"
 #include "plan_internal.h"
+#include "frame_eval.h"
 
 #include <elf.h>
 #include <stdlib.h>
@@ -420,26 +421,105 @@ static const char *literal_text(const struct planner *pl, const struct cp_loc *l
 }
 
 /*
- * Whether a Python string's new length can be made to hold. Cython 3.0
- * builds its string table in code, and makes the constants that are not
- * interned (kp_u: "see cuda.cuda", and "cuda.cuda" as a value) with
- * PyUnicode_DecodeUTF8(s, n - 1), n an immediate or register of that code
- * (shared by entries of one length at -O3); interned names (imports) are
- * read with strlen, but the two cannot be told apart from the string. Other
- * versions keep n beside the pointer (update_lengths) or in the blob.
+ * Cython 3.0 builds its string table in code, on the stack:
+ * {PyObject **p; const char *s; Py_ssize_t n; ...} per entry, and makes the
+ * constants that are not interned (kp_u: "see cuda.ccuda", and "cuda.cuda"
+ * as a value) with PyUnicode_FromStringAndSize(s, n - 1); interned names
+ * are read with strlen. A string that changes length needs its n changed
+ * too, or CPython reads the old number of bytes ('cuda.bindi'). The frame
+ * evaluator runs the function that loads the string's address and finds
+ * where that address was stored (cp_frame_astore) and the instruction that
+ * made the 8 bytes after it. That n is changed when it is the immediate of
+ * an instruction that no other entry's n comes from (at -O3 GCC also keeps
+ * a length in a register stored into several entries: then, and wherever
+ * the n is not found, the string is left to the fallback stub).
  */
-static bool stored_length_known(const struct planner *pl, const struct cp_ref *r)
+struct code_lengths {
+	uint64_t func;
+	struct cp_frame f;
+	bool have;
+};
+
+static cp_status code_length_sites(struct planner *pl, struct code_lengths *cl, const struct cp_ref *r,
+				   uint64_t oldlen, uint64_t *sites, size_t max, size_t *nsites, bool *ok)
 {
-	if (!(pl->scan->cy_major == 3 && pl->scan->cy_minor == 0))
-		return true;
-	return r->kind != CP_K_PYIMPORT && r->kind != CP_K_STRING;
+	size_t i, k, m;
+
+	*nsites = 0;
+	*ok = false;
+	for (i = 0; i < r->nsites; i++) {
+		uint64_t start, end;
+
+		if (r->sites[i].kind != CP_SITE_CODE || !cp_image_function(pl->img, r->sites[i].addr, &start, &end))
+			return CP_OK;
+		if (!cl->have || cl->func != start) {
+			cp_status st;
+
+			if (cl->have)
+				cp_frame_free(&cl->f);
+			cl->have = false;
+			st = cp_frame_eval(pl->img, start, end, &cl->f, pl->err);
+			if (st)
+				return st;
+			cl->have = true;
+			cl->func = start;
+		}
+		for (k = 0; k < cl->f.nastores; k++) {
+			const struct cp_frame_astore *a = &cl->f.astores[k];
+			uint8_t off, size;
+			int64_t v;
+
+			if (a->va != r->loc.vaddr)
+				continue;
+			if (!a->next_known || a->next != oldlen + 1 ||
+			    !cp_dis_immediate(&pl->dis, pl->img, a->next_insn, &off, &size, &v) ||
+			    (uint64_t)v != oldlen + 1)
+				return CP_OK;
+			for (m = 0; m < cl->f.nastores; m++)
+				if (m != k && cl->f.astores[m].next_insn == a->next_insn)
+					return CP_OK; /* shared with another entry */
+			for (m = 0; m < *nsites && sites[m] != a->next_insn; m++)
+				;
+			if (m == *nsites) {
+				if (*nsites == max)
+					return CP_OK;
+				sites[(*nsites)++] = a->next_insn;
+			}
+		}
+	}
+	*ok = *nsites > 0;
+	return CP_OK;
+}
+
+static cp_status patch_code_length(struct planner *pl, uint64_t insn, uint64_t oldn, uint64_t newn,
+				   const char *text)
+{
+	uint8_t off, size, bytes[4];
+	int64_t v, nv = (int64_t)newn;
+	uint64_t foff;
+	char what[120];
+
+	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v) || (uint64_t)v != oldn ||
+	    (size != 1 && size != 4) || (size == 1 ? nv > 127 : nv > INT32_MAX) ||
+	    !cp_plan_file_off(pl, insn + off, size, &foff))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the string table length at %#llx cannot hold %llu",
+			       pl->img->path, (unsigned long long)insn, (unsigned long long)newn);
+	snprintf(what, sizeof(what), "string table length of \"%.60s\": %llu -> %llu", text,
+		 (unsigned long long)oldn, (unsigned long long)newn);
+	memcpy(bytes, &nv, size);
+	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }
 
 static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 {
 	const char *old = literal_text(pl, &r->loc);
 	char text[MAX_NAME];
+	uint64_t sites[8];
+	size_t nsites = 0, i;
+	bool in_code = pl->scan->cy_major == 3 && pl->scan->cy_minor == 0 &&
+		       (r->kind == CP_K_PYIMPORT || r->kind == CP_K_STRING);
 	int n;
+	cp_status st;
 
 	if (!old)
 		return CP_OK;
@@ -453,13 +533,29 @@ static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 	 * are, so that a second run has nothing to do */
 	if (!cp_ref_is_live(r))
 		return CP_OK;
-	if (strlen(text) != strlen(old) && !stored_length_known(pl, r))
-		return (pl->inexpressible = true),
-		       cp_fail(pl->err, CP_E_INPUT, "%s: the Python string \"%.60s\" changes length, and Cython %s "
-			       "keeps its length in code that builds the string table, not where cypatch can "
-			       "change it; strings alone cannot retarget it (%s site at %#llx)",
-			       pl->img->path, old, pl->scan->cython, cp_site_kind_name(r->sites[0].kind),
-			       (unsigned long long)r->sites[0].addr);
+	if (strlen(text) != strlen(old) && in_code) {
+		bool ok;
+
+		if (!pl->code_lengths && !(pl->code_lengths = calloc(1, sizeof(*pl->code_lengths))))
+			return cp_plan_oom(pl);
+		st = code_length_sites(pl, pl->code_lengths, r, strlen(old), sites, sizeof(sites) / sizeof(sites[0]),
+				       &nsites, &ok);
+		if (st)
+			return st;
+		if (!ok)
+			return (pl->inexpressible = true),
+			       cp_fail(pl->err, CP_E_INPUT, "%s: the Python string \"%.60s\" changes length, and "
+				       "Cython %s keeps its length in code that builds the string table, where "
+				       "cypatch did not find it as an immediate of its own; strings alone cannot "
+				       "retarget it (%s site at %#llx)",
+				       pl->img->path, old, pl->scan->cython, cp_site_kind_name(r->sites[0].kind),
+				       (unsigned long long)r->sites[0].addr);
+	}
+	for (i = 0; i < nsites; i++) {
+		st = patch_code_length(pl, sites[i], strlen(old) + 1, strlen(text) + 1, text);
+		if (st)
+			return st;
+	}
 	return rewrite_literal(pl, r->loc.vaddr, strlen(old), text, cp_ref_kind_name(r->kind));
 }
 
@@ -660,6 +756,9 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		st = cp_plan_check_overlaps(&pl);
 	cp_dis_close(&pl.dis);
 	cp_plan_blob_free(&pl);
+	if (pl.code_lengths && pl.code_lengths->have)
+		cp_frame_free(&pl.code_lengths->f);
+	free(pl.code_lengths);
 	free_forms(&pl);
 	free(pl.done);
 	if (st) {

@@ -28,6 +28,7 @@ struct planner {
 	size_t ndone, capdone;
 	struct cp_blob_plan *blobs; /* one per scan blob */
 	bool inexpressible;  /* refused: strings alone cannot express a rewrite */
+	struct code_lengths *code_lengths; /* plan.c: Cython 3.0 string-table lengths */
 	struct cp_name_form *forms;
 	size_t nforms, capforms;
 };
