@@ -552,6 +552,38 @@ bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *tar
 	return rip_target(d->insn, target, &opi);
 }
 
+/* Functions that do not return, which a compiler may call from the middle
+ * of a loop (an assert's cold stub). */
+static bool is_noreturn_name(const char *name)
+{
+	static const char *const names[] = { "__assert_fail", "abort", "Py_FatalError", "_Py_FatalErrorFunc",
+					     "__stack_chk_fail", "__cxa_throw", "_exit", "exit" };
+	size_t i;
+
+	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+bool cp_dis_aborts(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	unsigned i;
+
+	for (i = 0; i < 16 && decode_at(d, img, addr); i++) {
+		uint64_t target;
+
+		if (cs_insn_group(d->handle, d->insn, CS_GRP_CALL) ||
+		    (d->insn->id == X86_INS_JMP && d->insn->detail->x86.operands[0].type == X86_OP_IMM))
+			return cp_dis_reaches(d, img, addr, &target) &&
+			       is_noreturn_name(cp_image_plt_name(img, target));
+		if (cs_insn_group(d->handle, d->insn, CS_GRP_JUMP) || cs_insn_group(d->handle, d->insn, CS_GRP_RET))
+			return false;
+		addr += d->insn->size;
+	}
+	return false;
+}
+
 bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,
 		      uint8_t *imm_size, int64_t *value)
 {

@@ -72,6 +72,11 @@ bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *
  * or its RIP-relative operand's address; false when neither. */
 bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *target);
 
+/* Whether the code at addr goes straight (no branch) to a call or jump of
+ * a function that never returns (__assert_fail, abort, ...): an assert's
+ * cold stub. */
+bool cp_dis_aborts(cp_dis *d, const cp_image *img, uint64_t addr);
+
 /* Where the immediate of the instruction at addr sits, its size in bytes
  * (1, 2 or 4) and its value; false when it has none. */
 bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,

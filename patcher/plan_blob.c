@@ -447,8 +447,8 @@ static cp_status through_callee(struct planner *pl, const struct cp_frame_call *
 }
 
 /* The inlined LZSS loop's checks: `cmp reg, imm` from the allocation at
- * `from` up to the next call that is not memcpy/memmove (the match copy)
- * or PyBytes_AsString (the buffer, limited API). */
+ * `from` up to the next call that is not memcpy/memmove (the match copy),
+ * PyBytes_AsString (the buffer, limited API) or a stub that only asserts. */
 static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t from, const uint64_t *oldo,
 			const uint64_t *newo, int nothers, struct len_sites *ls)
 {
@@ -458,8 +458,9 @@ static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t fro
 	int o;
 
 	for (k = from + 1; k < f->ncalls && !end; k++)
-		if (!f->calls[k].name || (strcmp(f->calls[k].name, "memcpy") && strcmp(f->calls[k].name, "memmove") &&
-					  strcmp(f->calls[k].name, "PyBytes_AsString")))
+		if ((!f->calls[k].name && !(f->calls[k].target && cp_dis_aborts(&pl->dis, pl->img, f->calls[k].target))) ||
+		    (f->calls[k].name && strcmp(f->calls[k].name, "memcpy") && strcmp(f->calls[k].name, "memmove") &&
+		     strcmp(f->calls[k].name, "PyBytes_AsString")))
 			end = f->calls[k].insn;
 	if (!end)
 		return;
