@@ -329,3 +329,61 @@ def test_an_immediate_that_only_equals_the_blob_length_is_left_alone(tmp_path):
     cypatch("--target-layout", "legacy", "-o", str(dest), so, check=0)
     out = import_and_call(str(dest), "pyfrom", MANIFEST["providers"]["legacy"], "run")
     assert out["run"] == ["ok", EXPECTED["pyfrom"]["legacy"]]
+
+
+def test_an_int_constant_equal_to_the_blob_length_is_left_alone(tmp_path):
+    """A Cython 3.2.9 module with `M = L`, L its zlib blob's stored length:
+    `mov edi, L; call PyLong_FromLong` makes the constant, and the filter
+    that took a `mov` into an argument register for the decoder's length
+    rewrote it (M changed after exit 0). Only the length argument of
+    PyMemoryView_FromMemory, followed by data flow, may change."""
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    base = build_corpus.substitute(open(os.path.join(ROOT, "samples", "consumers", "pyfrom.pyx.in")).read(),
+                                   "bindings")
+
+    def build(m, d):
+        src = base + "\nM = %d\n\ndef int_constant():\n    return M\n" % m
+        so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path / d), "pyfrom", src, "3.2.9",
+                                            [MANIFEST["providers"]["bindings"]])
+        assert not why, why
+        return so, show_json(so)["blobs"][0]["stored_length"]
+
+    _, stored = build(100000, "probe")
+    so, again = build(stored, "build")
+    assert again == stored, "M no longer equals the blob's length: retune"
+    dest = tmp_path / "out" / os.path.basename(so)
+    dest.parent.mkdir()
+    cypatch("--target-layout", "legacy", "-o", str(dest), so)
+    out = import_and_call(str(dest), "pyfrom", MANIFEST["providers"]["legacy"], "run", "int_constant")
+    assert out["run"] == ["ok", EXPECTED["pyfrom"]["legacy"]]
+    assert out["int_constant"] == ["ok", repr(stored)]
+
+
+@pytest.mark.parametrize("flags", [None, "gcc -O0", "gcc -O3", "clang -O2"], ids=["default", "O0", "O3", "clang"])
+def test_cython_30_strings_that_grow_keep_their_whole_text(tmp_path, flags):
+    """Cython 3.0 keeps each string's length in the code that builds its
+    string table: strings that grew under -t bindings were moved and
+    redirected with their old length, and read 'cuda.bindi', 'see
+    cuda.bindi'; importlib asked for 'cuda.bind' (after exit 0). The
+    length is changed with the string, or the stub serves it."""
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    extra = ("\nimport importlib\nMOD = \"cuda.cuda\"\nSEE = \"see cuda.ccuda\"\n"
+             "SEE2 = \"see cuda.ccuda for details\"\n\n"
+             "def constants():\n    return (MOD, SEE, SEE2)\n\n"
+             "def load():\n    return importlib.import_module(MOD).__name__\n")
+    src = build_corpus.substitute(open(os.path.join(ROOT, "samples", "consumers", "cimports.pyx.in")).read(),
+                                  "legacy") + extra
+    so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path / "build"), "cimports", src, "3.0.12",
+                                        [MANIFEST["providers"]["legacy"]],
+                                        flags=flags.split() if flags else None)
+    assert not why, why
+    dest = tmp_path / "out" / os.path.basename(so)
+    dest.parent.mkdir()
+    cypatch("--target-layout", "bindings", "-o", str(dest), so)
+    out = import_and_call(str(dest), "cimports", MANIFEST["providers"]["bindings"], "run", "constants", "load")
+    assert out["run"] == ["ok", EXPECTED["cimports"]["bindings"]]
+    assert out["constants"] == ["ok", repr(("cuda.bindings.driver", "see cuda.bindings.cydriver",
+                                            "see cuda.bindings.cydriver for details"))]
+    assert out["load"] == ["ok", repr("cuda.bindings.driver")]
