@@ -359,55 +359,112 @@ static bool utf8_valid(const uint8_t *p, uint64_t n)
 	return true;
 }
 
+/* An import-signature constant's shape (see parse_sigconst): N signatures,
+ * then N identifiers, NUL-separated; a bytes constant, never a str one. */
+static bool sig_shaped(const uint8_t *p, uint64_t n)
+{
+	uint64_t i, start = 0;
+	size_t pieces = 1, k = 0;
+
+	for (i = 0; i < n; i++)
+		pieces += p[i] == 0;
+	if (pieces < 2 || pieces % 2 || !n || p[0] == 0)
+		return false;
+	for (i = 0; i <= n; i++) {
+		if (i < n && p[i] != 0)
+			continue;
+		if (k < pieces / 2 ? memchr(p + start, '\n', (size_t)(i - start)) != NULL
+				   : !cp_is_identifier((const char *)p + start, (size_t)(i - start)))
+			return false;
+		k++;
+		start = i + 1;
+	}
+	return true;
+}
+
+/* Whether an entry can be a str constant. Cython encodes each one to UTF-8
+ * (Code.py, generate_pystring_constants), so it is valid UTF-8; it may hold
+ * a NUL (a '\0' literal: cuda-core 1.2.2's _linker has "\0" as its first
+ * str constant), but never in the shape of an import-signature constant.
+ * In a plain literal a NUL inside a str entry is still refused: there it is
+ * more likely a fit running across unrelated C strings than a '\0'. */
+static bool str_entry_ok(const uint8_t *p, uint64_t n, bool nul_ok)
+{
+	if (!utf8_valid(p, n))
+		return false;
+	if (!memchr(p, 0, (size_t)n))
+		return true;
+	return nul_ok && !sig_shaped(p, n);
+}
+
 /* 3.2 keeps str and bytes lengths in one array, read by two loops: str
  * entries up to the smaller bound, bytes entries from there to the array's
  * end. When the bytes loop was folded into calls (a tail), the array holds
  * str entries only. Otherwise the str bound is the largest loop bound in the
- * array's upper half below which every entry is valid UTF-8 without NUL
- * (modules have far fewer bytes constants than str ones). */
-static bool utf8_valid(const uint8_t *p, uint64_t n);
-
-static void split_single(const struct cp_frame *f, struct cp_blob *b, size_t narr, bool tail)
+ * array's upper half below which every entry can be a str constant
+ * (str_entry_ok; modules have far fewer bytes constants than str ones).
+ * Both loops compare in one form, that of the array's own count (`exact`:
+ * `i < n` as compared, else `i <= n - 1` unoptimised), and a bound in that
+ * form is taken first: a bytes constant that is valid UTF-8 (cuda-core
+ * 0.4.2's cuda_utils has b" " right after its str constants) would
+ * otherwise let the str bound run one past its `i < n` as `n + 1`. */
+static void split_single(const struct cp_frame *f, struct cp_blob *b, size_t narr, bool tail,
+			 bool nul_ok, bool exact)
 {
 	size_t j, k, best = narr;
 	bool found = false;
+	int pass;
 
-	for (j = 0; !tail && j < 2 * f->ncmps; j++) {
-		/* the bound as compared: `i < n`, or `i <= n - 1` unoptimised */
-		size_t cand = (size_t)f->cmps[j / 2] + j % 2;
-		bool ok = cand > narr / 2 && cand < narr && (!found || cand > best);
+	for (pass = 0; !tail && !found && pass < 2; pass++)
+		for (j = 0; j < 2 * f->ncmps; j++) {
+			/* the bound as compared: `i < n`, or `i <= n - 1` unoptimised */
+			size_t cand = (size_t)f->cmps[j / 2] + j % 2;
+			bool ok = cand > narr / 2 && cand < narr && (!found || cand > best) &&
+				  (pass == 1 || (j % 2 == 0) == exact);
 
-		for (k = 0; ok && k < cand; k++)
-			ok = utf8_valid(b->data + b->entry[k].offset, b->entry[k].length) &&
-			     !memchr(b->data + b->entry[k].offset, 0, b->entry[k].length);
-		if (ok) {
-			best = cand;
-			found = true;
+			for (k = 0; ok && k < cand; k++)
+				ok = str_entry_ok(b->data + b->entry[k].offset, b->entry[k].length, nul_ok);
+			if (ok) {
+				best = cand;
+				found = true;
+			}
 		}
-	}
 	b->nstr = best;
 	for (j = 0; j < narr; j++)
 		b->entry[j].is_bytes = j >= best;
 }
 
-/* Cython always keeps the module's own name among its str constants; a
- * split that does not produce it is not the real one. */
+/* Whether the module's own name is among the str constants. Cython keeps
+ * it there only when something Python-visible needs it (`__module__` of a
+ * class or function): cuda-core 1.2.2's _resource_handles, all cdef
+ * functions, has none. The name is the fully qualified one (`pkg.sub.mod`),
+ * while s->modname comes from PyInit_<mod> and is only its last part: a
+ * module inside a package matches an entry that ends in "." followed by it. */
 static bool names_module(const cp_scan *s, const struct cp_blob *b)
 {
 	size_t k, n = strlen(s->modname);
 
 	if (!n)
 		return true;
-	for (k = 0; k < b->nstr; k++)
-		if (b->entry[k].length == n && !memcmp(b->data + b->entry[k].offset, s->modname, n))
+	for (k = 0; k < b->nstr; k++) {
+		const uint8_t *d = b->data + b->entry[k].offset;
+		uint64_t len = b->entry[k].length;
+
+		if (len < n || memcmp(d + len - n, s->modname, n))
+			continue;
+		if (len == n || d[len - n - 1] == '.')
 			return true;
+	}
 	return false;
 }
 
 /* Reads the lengths of a fit's entries and decodes its blob into b;
- * false when the fit does not hold (sum, decoding, UTF-8 of str entries). */
+ * false when the fit does not hold (sum, decoding, UTF-8 of str entries).
+ * *named tells whether its str constants hold the module's name: a fit on
+ * a decoded stream (whose decoded length the lengths add up to) holds
+ * without it, one on a plain literal that merely ends in a NUL does not. */
 static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fit *fit,
-		     struct cp_blob *b)
+		     struct cp_blob *b, bool *named)
 {
 	const uint8_t *src = cp_image_va_bytes(s->img, fit->blob.va, fit->blob.consumed);
 	size_t used = 0, total = 0, k = 0;
@@ -466,14 +523,15 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 	if (fit->narr == 2 || s->cy_major > 3 || s->cy_minor >= 3)
 		b->nstr = fit->arr[0].n; /* 3.3: the str array, then bytes ones */
 	else
-		split_single(f, b, (size_t)fit->arr[0].n, fit->ntail > 0);
-	/* str constants are valid UTF-8 and hold no NUL (a split across
-	 * unrelated C strings would) */
+		split_single(f, b, (size_t)fit->arr[0].n, fit->ntail > 0, fit->blob.algo != CP_BLOB_NONE,
+			     fit->arr[0].exact);
+	/* str constants are valid UTF-8 (str_entry_ok) */
 	for (k = 0; k < b->nstr; k++)
-		if (!utf8_valid(b->data + b->entry[k].offset, b->entry[k].length) ||
-		    memchr(b->data + b->entry[k].offset, 0, b->entry[k].length))
+		if (!str_entry_ok(b->data + b->entry[k].offset, b->entry[k].length,
+				  fit->blob.algo != CP_BLOB_NONE))
 			goto bad;
-	if (!names_module(s, b))
+	*named = names_module(s, b);
+	if (!*named && fit->blob.algo == CP_BLOB_NONE)
 		goto bad;
 	b->algo = fit->blob.algo;
 	b->vaddr = fit->blob.va;
@@ -490,7 +548,8 @@ bad:
 	return false;
 }
 
-/* How much a fit says: a decoded stream beats an LZSS stream whose lengths
+/* How much a fit says (load_fit's result on top: a fit whose str constants
+ * name the module beats any that does not): a decoded stream beats an LZSS stream whose lengths
  * are immediates, which beats a plain literal that merely ends in a NUL;
  * then two arrays (3.3) over one, then a fit whose entry count is a loop
  * bound too, then one whose arrays' counts are loop bounds as compared,
@@ -518,7 +577,9 @@ static void consider(const cp_scan *s, const struct cp_frame *f, const struct st
 	struct cp_blob b;
 	uint64_t len = 0;
 	size_t it = 0;
+	const uint64_t named_bit = 1ull << 62;
 	uint64_t sc;
+	bool named;
 	int a;
 
 	for (a = 0; a < fit->narr; a++)
@@ -527,8 +588,15 @@ static void consider(const cp_scan *s, const struct cp_frame *f, const struct st
 		len += fit->tail[a].len;
 	while (next_blob(s, f, st, nst, len, &it, &fit->blob)) {
 		sc = score(f, fit, len);
-		if (sc <= *best_score || !load_fit(s, f, fit, &b))
+		if ((sc | named_bit) <= *best_score || !load_fit(s, f, fit, &b, &named))
 			continue;
+		if (named)
+			sc |= named_bit;
+		if (sc <= *best_score) {
+			free(b.data);
+			free(b.entry);
+			continue;
+		}
 		free(best->data);
 		free(best->entry);
 		*best = b;
@@ -745,6 +813,8 @@ static const struct cp_block_load *first_load(const struct cp_import_block *b)
  * before the load (limited-API builds import "types" just before, and load
  * other slots of the table later).
  */
+static bool decompressor_import(const cp_scan *s, const struct cp_import_block *b);
+
 static const struct cp_import_block *block_of(const cp_scan *s, uint64_t base, size_t entry)
 {
 	const struct cp_import_block *best = NULL;
@@ -754,11 +824,13 @@ static const struct cp_import_block *block_of(const cp_scan *s, uint64_t base, s
 	for (i = 0; i < s->nblocks; i++) {
 		const struct cp_block_load *f = first_load(&s->blocks[i]);
 
+		if (decompressor_import(s, &s->blocks[i]))
+			continue;
 		if (f && f->target == want)
 			return &s->blocks[i];
 	}
 	for (i = 0; i < s->nblocks; i++)
-		for (j = 0; j < s->blocks[i].nloads; j++) {
+		for (j = 0; j < s->blocks[i].nloads && !decompressor_import(s, &s->blocks[i]); j++) {
 			const struct cp_block_load *l = &s->blocks[i].loads[j];
 			uint64_t gap = l->at > s->blocks[i].call ? l->at - s->blocks[i].call : UINT64_MAX - 1;
 
@@ -793,22 +865,74 @@ static size_t fit(const cp_scan *s, uint64_t base, const struct sigconst *c, siz
 	return score;
 }
 
+/* The import __Pyx_DecompressString makes (zlib, bz2, compression.zstd) to
+ * decode a blob, inlined into the function that decodes it: the loads after
+ * it read the module state, never an import-signature constant (in
+ * cuda-bindings 12.9.10's driver, the base that mapped a constant onto one
+ * of them gave 19 functions to "zlib"). */
+static bool decompressor_import(const cp_scan *s, const struct cp_import_block *b)
+{
+	size_t i;
+
+	for (i = 0; b->module && i < s->nblobs; i++) {
+		const char *m = s->blobs[i].algo == CP_BLOB_ZLIB  ? "zlib"
+				: s->blobs[i].algo == CP_BLOB_BZ2  ? "bz2"
+				: s->blobs[i].algo == CP_BLOB_ZSTD ? "compression.zstd"
+								   : NULL;
+		uint64_t start, end;
+
+		if (m && !strcmp(b->module, m) && cp_image_function(s->img, s->blobs[i].func, &start, &end) &&
+		    b->call >= start && b->call < end)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the function that decodes the blob takes the address `base`
+ * (lea): its loops store string i at string_tab + 8 * i, so GCC and clang
+ * materialise the table's address there, unless it is reached through a
+ * module-state pointer. */
+static bool decoder_takes(const cp_scan *s, const struct cp_blob *b, uint64_t base)
+{
+	uint64_t start, end;
+	size_t first, n, i;
+
+	if (!cp_image_function(s->img, b->func, &start, &end))
+		return false;
+	n = cp_scan_xrefs_to(s, base, &first);
+	for (i = first; i < first + n; i++)
+		if (s->xrefs[i].addr >= start && s->xrefs[i].addr < end)
+			return true;
+	return false;
+}
+
 /* The table's address: the one base that maps the constants best onto
- * loads of import blocks. */
-static uint64_t solve_table_base(const cp_scan *s, const struct sigconst *c, size_t nc)
+ * loads of import blocks, a base the decoding function takes before any
+ * other. Scores alone can tie: cuda-core 0.4.2's cuda_utils holds three
+ * signature constants, two of them for its exports (never loaded after an
+ * import), and the base that maps the variable-export constant onto the
+ * first load after the inlined `import zlib` scored as much as the table's. */
+static uint64_t solve_table_base(const cp_scan *s, const struct cp_blob *b,
+				 const struct sigconst *c, size_t nc)
 {
 	uint64_t best = 0;
 	size_t bestscore = 0, i, j, k;
+	bool best_taken = false;
 
 	for (i = 0; i < s->nblocks; i++)
-		for (j = 0; j < s->blocks[i].nloads; j++)
+		for (j = 0; j < s->blocks[i].nloads && !decompressor_import(s, &s->blocks[i]); j++)
 			for (k = 0; k < nc; k++) {
 				uint64_t base = s->blocks[i].loads[j].target - 8 * c[k].entry;
 				size_t score = fit(s, base, c, nc);
+				bool taken;
 
-				if (score > bestscore) {
+				if (!score || (best_taken && score <= bestscore) || base == best)
+					continue;
+				taken = decoder_takes(s, b, base);
+				if ((taken && !best_taken) || (taken == best_taken && score > bestscore)) {
 					bestscore = score;
 					best = base;
+					best_taken = taken;
 				}
 			}
 	return best;
@@ -989,7 +1113,7 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 		if (st)
 			break;
 	}
-	base = st ? 0 : solve_table_base(s, consts, nc);
+	base = st ? 0 : solve_table_base(s, b, consts, nc);
 	if (!st)
 		st = check_ties(s, base, consts, nc, err);
 	for (k = 0; !st && k < nc; k++)
