@@ -19,6 +19,16 @@ bool cp_is_identifier(const char *s, size_t n)
 	return true;
 }
 
+bool cp_name_on_boundary(const char *text, size_t n, size_t pos, size_t len)
+{
+	char before = pos ? text[pos - 1] : 0;
+	char after = pos + len < n ? text[pos + len] : 0;
+
+	if ((before && ident_char(before, false)) || before == '.' || before == '/')
+		return false;
+	return !(after && ident_char(after, false));
+}
+
 bool cp_is_dotted_name(const char *s, size_t n)
 {
 	size_t start = 0, i;

@@ -11,4 +11,11 @@ bool cp_is_identifier(const char *s, size_t n);
 /* Identifiers joined by single dots ("cuda.bindings.cydriver"). */
 bool cp_is_dotted_name(const char *s, size_t n);
 
+/* Whether text[pos, pos + len) is a whole name where it stands: no
+ * identifier byte right after it, and none, nor '.' or '/', right before it
+ * ("cuda.cuda" in "see cuda.cuda." but not in "ncuda.cuda", "x.cuda.cuda" or
+ * "cuda.cudart"). What the string search, the blob's prose and the
+ * rewrite all take a module name to be. */
+bool cp_name_on_boundary(const char *text, size_t n, size_t pos, size_t len);
+
 #endif

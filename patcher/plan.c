@@ -24,11 +24,6 @@ cp_status cp_plan_oom(struct planner *pl)
 
 /* --- names: what a string becomes in the target layout ------------------ */
 
-static bool name_char(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
 /* One form of a mapped name, from -> to. */
 static cp_status add_form(struct planner *pl, const char *from, const char *to, bool mangled)
 {
@@ -106,7 +101,6 @@ static size_t match_at(const struct planner *pl, const char *text, size_t n, siz
 		       const char **repl)
 {
 	size_t best = 0, k;
-	int before = i ? text[i - 1] : 0, after;
 
 	for (k = 0; k < pl->nforms; k++) {
 		const struct cp_name_form *f = &pl->forms[k];
@@ -114,8 +108,7 @@ static size_t match_at(const struct planner *pl, const char *text, size_t n, siz
 		if (f->flen <= best || f->flen > n - i || text[i] != f->from[0] ||
 		    memcmp(text + i, f->from, f->flen) != 0)
 			continue;
-		after = i + f->flen < n ? text[i + f->flen] : 0;
-		if (!f->mangled && (name_char(before) || before == '.' || before == '/' || name_char(after)))
+		if (!f->mangled && !cp_name_on_boundary(text, n, i, f->flen))
 			continue;
 		best = f->flen;
 		*repl = f->to;

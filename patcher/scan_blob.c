@@ -1045,11 +1045,6 @@ static cp_status add_blob_ref(cp_scan *s, size_t bi, size_t k, enum cp_ref_kind 
 	return cp_ref_add_site(r, &site, err);
 }
 
-static bool name_byte(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
 /* The layout of a mapped module named inside text (on name boundaries, as
  * the string search has them), with the module in *module; -1 if none. */
 static int prose_layout(const cp_scan *s, const char *text, size_t n, const char **module)
@@ -1063,10 +1058,7 @@ static int prose_layout(const cp_scan *s, const char *text, size_t n, const char
 
 			len = strlen(m);
 			while ((hit = memmem(p, n - (size_t)(p - text), m, len)) != NULL) {
-				int before = hit > text ? hit[-1] : 0;
-				int after = hit + len < text + n ? hit[len] : 0;
-
-				if (!name_byte(before) && before != '.' && before != '/' && !name_byte(after)) {
+				if (cp_name_on_boundary(text, n, (size_t)(hit - text), len)) {
 					*module = m;
 					return s->rules->mod[i].layout[k];
 				}

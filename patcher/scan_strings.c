@@ -12,8 +12,8 @@
 #include "scan.h"
 #include "error.h"
 #include "find.h"
+#include "names.h"
 
-#include <ctype.h>
 #include <elf.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,11 +52,6 @@ struct matches {
 	struct match *v;
 	size_t n, cap;
 };
-
-static bool name_char(int c)
-{
-	return isalnum(c) || c == '_';
-}
 
 static int add_needle(struct needles *ns, const char *text, int layout, const char *module,
 		      enum needle_form form)
@@ -181,14 +176,7 @@ static int choose_anchors(struct needles *ns)
 
 static bool on_boundary(const struct needle *n, const uint8_t *d, size_t size, size_t pos)
 {
-	int before = pos ? d[pos - 1] : 0;
-	int after = pos + n->len < size ? d[pos + n->len] : 0;
-
-	if (n->form == N_MANGLED)
-		return true;
-	if (name_char(before) || before == '.' || before == '/')
-		return false;
-	return !name_char(after);
+	return n->form == N_MANGLED || cp_name_on_boundary((const char *)d, size, pos, n->len);
 }
 
 static cp_status add_string(cp_scan *s, const struct cp_section *sec, uint64_t start,
