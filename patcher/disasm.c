@@ -328,6 +328,9 @@ static void step(struct walk *w, csh h, const cs_insn *in)
 		on_call(w, in);
 		return;
 	}
+	if (w->v->on_jump && cs_insn_group(h, in, CS_GRP_JUMP) && in->detail->x86.op_count == 1 &&
+	    in->detail->x86.operands[0].type == X86_OP_IMM)
+		w->v->on_jump(w->v->ctx, in->address, (uint64_t)in->detail->x86.operands[0].imm);
 	if (in->id == X86_INS_JMP) {
 		on_jmp(w, in);
 		return;
@@ -566,22 +569,26 @@ static bool is_noreturn_name(const char *name)
 	return false;
 }
 
-bool cp_dis_aborts(cp_dis *d, const cp_image *img, uint64_t addr)
+bool cp_dis_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
 {
+	uint64_t start, end, target;
 	unsigned i;
 
-	for (i = 0; i < 16 && decode_at(d, img, addr); i++) {
-		uint64_t target;
+	if (!cp_image_function(img, addr, &start, &end) || start != addr)
+		return false;
+	for (i = 0; i < 256 && addr < end && decode_at(d, img, addr); i++) {
+		bool call = cs_insn_group(d->handle, d->insn, CS_GRP_CALL);
+		bool jmp = d->insn->id == X86_INS_JMP;
 
-		if (cs_insn_group(d->handle, d->insn, CS_GRP_CALL) ||
-		    (d->insn->id == X86_INS_JMP && d->insn->detail->x86.operands[0].type == X86_OP_IMM))
-			return cp_dis_reaches(d, img, addr, &target) &&
-			       is_noreturn_name(cp_image_plt_name(img, target));
-		if (cs_insn_group(d->handle, d->insn, CS_GRP_JUMP) || cs_insn_group(d->handle, d->insn, CS_GRP_RET))
-			return false;
+		if (call || jmp) {
+			if (!cp_dis_reaches(d, img, addr, &target))
+				return false; /* through a register */
+			if ((call || target < start || target >= end) && !is_noreturn_name(cp_image_plt_name(img, target)))
+				return false;
+		}
 		addr += d->insn->size;
 	}
-	return false;
+	return addr >= end;
 }
 
 bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,

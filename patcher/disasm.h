@@ -49,6 +49,8 @@ struct cp_code_visitor {
 	void (*on_ref)(void *ctx, const struct cp_code_ref *ref);
 	void (*on_call)(void *ctx, const struct cp_call *call);
 	void *ctx;
+	/* optional: every jmp or jcc to a known address */
+	void (*on_jump)(void *ctx, uint64_t addr, uint64_t target);
 };
 
 /* A capstone handle with detail on, for x86-64. */
@@ -72,10 +74,10 @@ bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *
  * or its RIP-relative operand's address; false when neither. */
 bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *target);
 
-/* Whether the code at addr goes straight (no branch) to a call or jump of
- * a function that never returns (__assert_fail, abort, ...): an assert's
- * cold stub. */
-bool cp_dis_aborts(cp_dis *d, const cp_image *img, uint64_t addr);
+/* Whether the function at addr (a start) calls nothing that returns: a
+ * leaf (PyBytes_AS_STRING left out of line at -Os), or a stub that only
+ * asserts (__assert_fail, abort, ...). */
+bool cp_dis_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr);
 
 /* Where the immediate of the instruction at addr sits, its size in bytes
  * (1, 2 or 4) and its value; false when it has none. */

@@ -68,7 +68,7 @@ static bool is_helper(const uint64_t *h, size_t nh, uint64_t fn)
 
 cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error *err)
 {
-	struct cp_code_visitor v = { NULL, on_call, NULL };
+	struct cp_code_visitor v = { NULL, on_call, NULL, NULL };
 	struct walk w = { NULL, 0, 0, false };
 	uint64_t helpers[16];
 	size_t i, nh = 0;

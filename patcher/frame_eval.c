@@ -318,6 +318,29 @@ static int imm_offset(const cs_insn *in)
 	return in->detail->x86.encoding.imm_offset;
 }
 
+static void note_addr(struct eval *e, uint64_t va)
+{
+	struct cp_frame *f = e->f;
+	size_t i;
+
+	for (i = f->naddrs; i-- > 0 && i + 8 >= f->naddrs;)
+		if (f->addrs[i] == va)
+			return;
+	if (CP_GROW(f->addrs, f->capaddrs, f->naddrs + 1)) {
+		e->oom = true;
+		return;
+	}
+	f->addrs[f->naddrs++] = va;
+}
+
+static void note_addr_store(struct eval *e, const x86_op_mem *m)
+{
+	int b = cp_reg64(m->base);
+
+	if (b >= 0 && e->reg[b].kind == K_ADDR)
+		note_addr(e, e->reg[b].v + (uint64_t)m->disp);
+}
+
 static void do_mov(struct eval *e, const cs_x86 *x, unsigned id)
 {
 	struct aval a;
@@ -340,6 +363,8 @@ static void do_mov(struct eval *e, const cs_x86 *x, unsigned id)
 	} else if (x->operands[1].type != X86_OP_REG) {
 		a.imm = 0;
 	}
+	if (x->operands[0].type == X86_OP_MEM && x->operands[0].size == 8)
+		note_addr_store(e, &x->operands[0].mem);
 	if (a.kind == K_ADDR && x->operands[0].type == X86_OP_MEM && x->operands[0].size == 8) {
 		int64_t off;
 
@@ -380,7 +405,15 @@ static void do_lea(struct eval *e, const cs_x86 *x)
 	} else if (frame_addr(e, m, &off)) {
 		a.kind = K_FRAME;
 		a.v = (uint64_t)off;
+	} else if (m->index == X86_REG_INVALID && cp_reg64(m->base) >= 0 &&
+		   e->reg[cp_reg64(m->base)].kind == K_ADDR) {
+		/* lea rcx, [rbx + 0x10]: an address next to one lea'd before
+		 * (Cython 3.0's string table: &mstate->x for entry after entry) */
+		a.kind = K_ADDR;
+		a.v = e->reg[cp_reg64(m->base)].v + (uint64_t)m->disp;
 	}
+	if (a.kind == K_ADDR)
+		note_addr(e, a.v);
 	reg_write(e, x->operands[0].reg, x->operands[0].size, a);
 }
 
@@ -1061,6 +1094,7 @@ void cp_frame_free(struct cp_frame *f)
 	free(f->imms);
 	free(f->cmps);
 	free(f->leas);
+	free(f->addrs);
 	free(f->lea_insn);
 	free(f->arglens);
 	free(f->calls);

@@ -96,6 +96,12 @@ struct cp_frame {
 	uint64_t *leas;              /* RIP-relative lea targets in read-only data */
 	uint64_t *lea_insn;          /* ... and the lea instruction addresses */
 	size_t nleas, capleas, capleainsn;
+	/* the addresses lea makes (lea rax, [rip + x]; lea rbp, [rax - 0x98])
+	 * and where 8-byte stores through an address register write (mov
+	 * [rbp], rax): the loop that fills Cython's string table starts at
+	 * one of them */
+	uint64_t *addrs;
+	size_t naddrs, capaddrs;
 };
 
 /* Evaluates [start, end). Returns CP_OK or an error on memory exhaustion. */

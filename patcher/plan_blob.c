@@ -350,7 +350,9 @@ static cp_status patch_entry_length(struct planner *pl, const struct cp_blob *b,
  *   a function of its own (__Pyx_DecompressString_LZSS(s, 655, 857), -O0),
  *   its arguments that it compares; when it is inlined, the `cmp reg, imm`
  *   of its decode loop, between the allocation and the next call to
- *   anything but memcpy/memmove/PyBytes_AsString.
+ *   anything but memcpy/memmove/PyBytes_AsString or a function that calls
+ *   nothing that returns (PyBytes_AS_STRING out of line at -Os, its
+ *   assert's stub at -O2).
  *
  * Each site is the instruction whose immediate made the argument register's
  * value (cp_frame_call.arg_imm).
@@ -448,7 +450,8 @@ static cp_status through_callee(struct planner *pl, const struct cp_frame_call *
 
 /* The inlined LZSS loop's checks: `cmp reg, imm` from the allocation at
  * `from` up to the next call that is not memcpy/memmove (the match copy),
- * PyBytes_AsString (the buffer, limited API) or a stub that only asserts. */
+ * PyBytes_AsString (the buffer, limited API) or a function that calls
+ * nothing that returns (cp_dis_calls_nothing). */
 static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t from, const uint64_t *oldo,
 			const uint64_t *newo, int nothers, struct len_sites *ls)
 {
@@ -458,7 +461,7 @@ static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t fro
 	int o;
 
 	for (k = from + 1; k < f->ncalls && !end; k++)
-		if ((!f->calls[k].name && !(f->calls[k].target && cp_dis_aborts(&pl->dis, pl->img, f->calls[k].target))) ||
+		if ((!f->calls[k].name && !(f->calls[k].target && cp_dis_calls_nothing(&pl->dis, pl->img, f->calls[k].target))) ||
 		    (f->calls[k].name && strcmp(f->calls[k].name, "memcpy") && strcmp(f->calls[k].name, "memmove") &&
 		     strcmp(f->calls[k].name, "PyBytes_AsString")))
 			end = f->calls[k].insn;

@@ -488,6 +488,7 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 	 * cannot always tell): the helper sees them all, and acts on failures */
 	if (f.slot[CP_FB_IMPORT_LEVEL])
 		f.need[CP_FB_IMPORT_LEVEL] = true;
+	memset(&v, 0, sizeof(v));
 	v.on_call = on_call;
 	v.on_ref = on_ref;
 	v.ctx = &f;

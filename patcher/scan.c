@@ -382,6 +382,10 @@ void cp_scan_free(cp_scan *s)
 	for (i = 0; i < s->npynames; i++)
 		free(s->pynames[i]);
 	free(s->pynames);
+	for (i = 0; i < s->nnot_imported; i++)
+		free(s->not_imported[i]);
+	free(s->not_imported);
+	free(s->import_slots);
 	free(s->refs);
 	free(s->blobs);
 	free(s->strs);

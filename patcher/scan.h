@@ -158,6 +158,14 @@ struct cp_scan {
 	size_t nblocks, capblocks;
 	char **pynames;          /* the module's Python-level names (string table or blob) */
 	size_t npynames;
+	/* the slots whose string objects Python-level imports pass as the
+	 * module's name (scan_pyimports.c), and those names (scan_names.c);
+	 * import_names_unknown says why they are not all known, or "" */
+	uint64_t *import_slots;
+	size_t nimport_slots, capimport_slots;
+	char **not_imported;     /* packages of name pairs shown not imported */
+	size_t nnot_imported;
+	char import_names_unknown[128];
 	char **notes;            /* what the scan could not settle */
 	/* why the scan cannot vouch that it saw every reference (a string
 	 * blob it could not recover), or "": nothing may be patched or passed
@@ -231,6 +239,19 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err);
 /* scan_blob.c: references inside the blobs (Python-level names, function
  * and variable imports). */
 cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);
+
+/* scan_pyimports.c: the slots Python-level imports load the module's name
+ * from (s->import_slots), or why not all are known. */
+cp_status cp_scan_import_names(cp_scan *s, cp_error *err);
+
+/* scan_pyimports.c: whether slot is one an import loads its name from. */
+bool cp_scan_is_import_slot(const cp_scan *s, uint64_t slot);
+
+/* scan_pyimports.c: whether `name` is a CPython import entry point. */
+bool cp_scan_is_import_call(const char *name);
+
+/* scan_pyimports.c: whether an import by C string names exactly `name`. */
+bool cp_scan_imports_cstring(const cp_scan *s, const char *name, size_t len);
 
 /* scan_names.c: `from P import N` of mapped modules, from the module's
  * Python-level names (string table or blob). */

@@ -71,6 +71,8 @@ static bool wanted_call(const struct cp_call *call)
 	for (i = 0; call->name && names[i]; i++)
 		if (strcmp(call->name, names[i]) == 0)
 			return true;
+	if (cp_scan_is_import_call(call->name))
+		return true;
 	for (i = 0; i < 6; i++)
 		addrs += call->arg[i].kind == CP_V_ADDR;
 	return addrs >= 2;
@@ -136,7 +138,7 @@ static int by_target(const void *a, const void *b)
 cp_status cp_scan_code(cp_scan *s, cp_error *err)
 {
 	struct walk_ctx c = { s, false, NULL };
-	struct cp_code_visitor v = { on_ref, on_call, &c };
+	struct cp_code_visitor v = { on_ref, on_call, &c, NULL };
 	cp_status st = cp_code_walk(s->img, 0, 0, &v, err);
 
 	if (st)

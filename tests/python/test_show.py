@@ -4,9 +4,12 @@ import json
 import os
 import resource
 import subprocess
+import sys
 import time
 
-from conftest import ENTRIES, MANIFEST, cypatch, show_json, CYPATCH
+import pytest
+
+from conftest import CORPUS, ENTRIES, MANIFEST, ROOT, cypatch, show_json, CYPATCH
 
 DRIVER = os.path.join(MANIFEST["cuda_python"]["bindings"]["tree"], "cuda", "bindings",
                       "driver" + MANIFEST["ext_suffix"])
@@ -99,3 +102,39 @@ def test_driver_scan_cost_is_recorded():
     assert proc.returncode == 0
     print("\ncypatch show %s (%d bytes): %.2f s, children's peak RSS %d KiB"
           % (os.path.basename(DRIVER), os.path.getsize(DRIVER), wall, peak))
+
+
+# `from numba import cuda` and `cp.cuda.X` (rmm's stream.pyx, pylibraft,
+# cuml, ucxx) leave the name "cuda" as `from cuda import cuda` does.
+NOT_CUDA = ("import sys\n\ndef numba_cuda():\n    from numba import cuda\n    return cuda\n\n"
+            "def cupy_stream(cp):\n    return cp.cuda.Stream()\n\nMODULE = sys.__name__\n")
+
+
+@pytest.mark.parametrize("cy", ["0.29.37", "3.0.12", "3.1.8", "3.2.9", "3.3.1"])
+def test_from_numba_import_cuda_is_not_from_cuda_import_cuda(cy, tmp_path):
+    """The pair is an import only when an import passes the package's
+    string: PyImport_ImportModuleLevelObject's name is followed back (over
+    the function's branches, through __Pyx_Import) to the slot it loads,
+    and that slot is the one of the string "cuda" (0.29: the table's
+    pointer; 3.0: the entries built in code; 3.1, 3.2+: every table base
+    that puts each import on a dotted name)."""
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path), "notcuda", NOT_CUDA, cy, [])
+    assert not why, why
+    doc = show_json(so)
+    assert not [r for r in doc["references"] if r["kind"] == "fromimport"], doc["references"]
+    assert doc["layouts"] == []
+
+
+@pytest.mark.parametrize("cy", ["0.29.37", "3.0.12", "3.1.8", "3.2.9", "3.3.1"])
+def test_from_cuda_import_cuda_beside_numba_is_still_reported(cy, tmp_path):
+    """The same module with a real `from cuda import cuda` too: the import
+    passes "cuda", and the pair is reported."""
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    src = NOT_CUDA + "\ndef driver():\n    from cuda import cuda\n    return cuda\n"
+    so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path), "bothcuda", src, cy, [])
+    assert not why, why
+    found = [(r["package"], r["name"]) for r in show_json(so)["references"] if r["kind"] == "fromimport"]
+    assert found == [("cuda", "cuda")], found
