@@ -69,6 +69,15 @@ REAL_CORPUS = [
     (("cuda-core", "0.3.2"), "either", []),
     # Cython 3.2.1 blobs, per-CUDA-major trees cu12/ and cu13/
     (("cuda-core", "0.4.2"), "bindings", []),
+    # Cython 3.0.12, 6 cyruntime functions in pylibraft/common/cuda; rmm's
+    # librmm.so is loaded by `import rmm`, libraft is left out (its
+    # __init__ skips it when missing)
+    (("pylibraft-cu12", "25.6.0"), "bindings",
+     [("rmm-cu12", "25.6.0"), ("librmm-cu12", "25.6.0"), ("rapids-logger", "0.1.19")]),
+    # Cython 3.1.3, 11 cydriver functions and cuda.bindings.driver in
+    # nvmath/internal/bindings (cuda-pathfinder 1.9.1 satisfies every
+    # cuda-bindings of the matrix, so it can replace theirs)
+    (("nvmath-python", "0.6.0"), "bindings", [("cuda-core", "0.3.2"), ("cuda-pathfinder", "1.9.1")]),
 ]
 # The newest releases of each line, for the real-wheel corpus's matrix.
 NEWEST_BINDINGS = {"12.9": [("cuda-bindings", "12.9.10"), ("cuda-pathfinder", "1.9.1")],
