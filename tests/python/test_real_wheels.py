@@ -58,8 +58,9 @@ CALLS = {
     "rmm-cu12": "import rmm\nrmm.DeviceBuffer(size=8)\n",
     "cuda-core": "from cuda.core.experimental import Device\nDevice()\n",
     # (common/handle's `from .cuda import CudaRuntimeError` and ndbuffer's
-    # str "cuda" are read as `from cuda import cuda`, issue 16 case 4, and
-    # those modules get fallback stubs: their names must survive them)
+    # str "cuda" were read as `from cuda import cuda`, issue 16 case 4, and
+    # those modules got fallback stubs; they must behave as built however
+    # they are repaired)
     "pylibraft-cu12": "from pylibraft.common import cuda, handle\n"
                       "assert handle.CudaRuntimeError is cuda.CudaRuntimeError, handle.CudaRuntimeError\n"
                       "from pylibraft.common import Stream\nStream()\n",
@@ -188,6 +189,22 @@ def test_python_imports_are_found_in_a_cxx_module_with_thread_locals(tmp_path):
     assert ("fromimport", "cuda.bindings", "driver") in found, found
     assert ("fromimport", "cuda.bindings", "runtime") in found, found
     assert ("pyimport", None, None) in found or any(k == "pyimport" for k, _, _ in found), found
+
+
+@pytest.mark.parametrize("name, version, member", [
+    ("rmm-cu12", "24.12.1", "rmm/_cuda/stream.cpython-311-x86_64-linux-gnu.so"),       # from numba import cuda
+    ("rmm-cu12", "26.8.0", "rmm/pylibrmm/stream.abi3.so"),                              # the same, Cython 3.2
+    ("pylibraft-cu12", "25.6.0", "pylibraft/common/handle.cpython-311-x86_64-linux-gnu.so"),  # from .cuda import X
+    ("nvmath-python", "0.6.0", "nvmath/internal/ndbuffer/ndbuffer.cpython-311-x86_64-linux-gnu.so"),  # "cuda" a str
+])
+def test_a_name_cuda_that_no_import_passes_is_no_from_cuda_import_cuda(name, version, member, tmp_path):
+    """Issue 16 case 4: the names "cuda" and "cuda" fit `from cuda import
+    cuda`; these modules import numba, or .cuda relative to their package,
+    or hold "cuda" as a value. They were reported as built against legacy
+    and patched for nothing; they reference no mapped module."""
+    so = extract(real(name, version)["wheel"], member, tmp_path)
+    doc = show_json(so)
+    assert doc["layouts"] == [] and doc["references"] == [], doc["references"]
 
 
 def test_a_module_that_names_no_version_but_decompresses_strings_is_no_029_one(tmp_path):
