@@ -4,6 +4,7 @@
 #include "exports.h"
 #include "disasm.h"
 #include "error.h"
+#include "scan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,39 @@ cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error 
 	if (st)
 		cp_exports_free(out);
 	return st;
+}
+
+struct blob_ctx {
+	struct cp_exports *out;
+	cp_error *err;
+	cp_status st;
+};
+
+static bool add_pair(void *ctx, const char *sig, const char *name)
+{
+	struct blob_ctx *b = ctx;
+
+	b->st = add(b->out, name, sig, b->err);
+	return !b->st;
+}
+
+cp_status cp_exports_from_blob(const struct cp_scan *scan, struct cp_exports *out, cp_error *err)
+{
+	struct blob_ctx b = { out, err, CP_OK };
+	size_t i, k;
+
+	for (i = 0; !b.st && i < scan->nblobs; i++) {
+		const struct cp_blob *bl = &scan->blobs[i];
+
+		for (k = 0; !b.st && k < bl->nentries; k++) {
+			const struct cp_blob_entry *e = &bl->entry[k];
+
+			/* an import's constant is read right after its import */
+			if (e->is_bytes && !e->import_call)
+				cp_blob_sigconst_pairs(bl->data + e->offset, e->length, add_pair, &b);
+		}
+	}
+	return b.st;
 }
 
 void cp_exports_free(struct cp_exports *e)

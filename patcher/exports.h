@@ -21,7 +21,14 @@ struct cp_exports {
 	size_t n, cap;
 };
 
+struct cp_scan;
+
 cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error *err);
+
+/* Cython 3.2+ keeps the names and signatures of a module's exports in its
+ * string blob, one signature constant per kind (functions, variables) that
+ * no import loads: adds those of the provider's scan to out. */
+cp_status cp_exports_from_blob(const struct cp_scan *scan, struct cp_exports *out, cp_error *err);
 void cp_exports_free(struct cp_exports *e);
 const struct cp_export *cp_exports_find(const struct cp_exports *e, const char *name);
 

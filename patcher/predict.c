@@ -12,6 +12,8 @@
 #include "write.h"
 
 #include <dirent.h>
+#include <elf.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@ struct ctx {
 	const cp_rules *rules;
 	const char *site;
 	const char *suffix;   /* the consumer's ".cpython-311-x86_64-linux-gnu.so" */
+	char ext[64];         /* the target interpreter's, or "" when not known */
 	json_t *failures;
 	cp_error *err;
 };
@@ -40,6 +43,32 @@ static bool is_file(const char *p)
 	return !stat(p, &sb) && S_ISREG(sb.st_mode);
 }
 
+/* When the target interpreter is not known (an abi3 consumer checked
+ * against a tree that does not name its Python): the one file
+ * "<name>.cpython-*.so" in dir, if there is exactly one. */
+static bool one_interpreter_file(const char *dir, const char *name, int len, char *out, size_t n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+
+		if (!strncmp(e->d_name, name, (size_t)len) && !strncmp(e->d_name + len, ".cpython-", 9) &&
+		    l > 3 && !strcmp(e->d_name + l - 3, ".so") &&
+		    (size_t)snprintf(out, n, "%s/%s", dir, e->d_name) < n && is_file(out))
+			found++;
+	}
+	closedir(d);
+	if (found == 1)
+		return true;
+	out[0] = '\0';
+	return false;
+}
+
 /* Where `module` would be imported from under the site: its extension
  * file, "" for a Python module or package, or NULL with *missing set to
  * the first name the import system would not find. */
@@ -47,7 +76,8 @@ static bool resolve(const struct ctx *c, const char *module, char *file, size_t 
 {
 	char path[4400], probe[4400];
 	const char *p = module;
-	const char *suffixes[] = { c->suffix, ".abi3.so", ".so" };
+	/* importlib.machinery.EXTENSION_SUFFIXES of the target interpreter */
+	const char *suffixes[] = { c->ext, ".abi3.so", ".so" };
 	size_t k;
 
 	file[0] = '\0';
@@ -68,9 +98,12 @@ static bool resolve(const struct ctx *c, const char *module, char *file, size_t 
 			continue;
 		}
 		for (k = 0; k < 3; k++)
-			if ((size_t)snprintf(probe, sizeof(probe), "%s/%s%s", path, p, suffixes[k]) < sizeof(probe) &&
+			if (suffixes[k][0] &&
+			    (size_t)snprintf(probe, sizeof(probe), "%s/%s%s", path, p, suffixes[k]) < sizeof(probe) &&
 			    is_file(probe))
 				return (size_t)snprintf(file, n, "%s", probe) < n;
+		if (!c->ext[0] && one_interpreter_file(path, p, len, probe, sizeof(probe)))
+			return (size_t)snprintf(file, n, "%s", probe) < n;
 		if ((size_t)snprintf(probe, sizeof(probe), "%s/%s.py", path, p) < sizeof(probe) && is_file(probe))
 			return true;
 		return (size_t)snprintf(probe, sizeof(probe), "%s/%s", path, p) < sizeof(probe) && is_dir(probe);
@@ -89,24 +122,36 @@ static void fail(struct ctx *c, const char *fmt, const char *a, const char *b, c
  * (12.6.2 to 12.9's cuda.ccuda: `from cuda.bindings.cydriver cimport *`,
  * `__pyx_capi__ = cydriver.__pyx_capi__`) has none of its own and passes
  * on those of its counterpart in the other layout. */
-static cp_status provider_exports(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)
+/* The exports of one provider file: from the calls that make the capsules,
+ * and (Cython 3.2+) from the signature constants of its string blob. */
+static cp_status read_exports(struct ctx *c, const char *file, struct cp_exports *ex)
 {
 	cp_image *img = NULL;
+	cp_scan *scan = NULL;
+	cp_error serr = { CP_OK, "" };
 	cp_status st = cp_image_open(file, &img, c->err);
-	int lay = cp_rules_module_layout(c->rules, module);
-	const char *other = lay >= 0 ? cp_rules_map(c->rules, module, !lay) : NULL;
-	char target[4096], missing[4096];
 
 	if (!st)
 		st = cp_exports_read(img, ex, c->err);
-	cp_image_close(img);
-	if (!st && !ex->n && other && resolve(c, other, target, sizeof(target), missing, sizeof(missing)) && target[0]) {
-		img = NULL;
-		st = cp_image_open(target, &img, c->err);
-		if (!st)
-			st = cp_exports_read(img, ex, c->err);
-		cp_image_close(img);
+	/* a provider the scan cannot read has the exports its calls show */
+	if (!st && cp_scan_is_module(img) && cp_scan_run(img, c->rules, &scan, &serr) == CP_OK) {
+		if (scan->nblobs)
+			st = cp_exports_from_blob(scan, ex, c->err);
+		cp_scan_free(scan);
 	}
+	cp_image_close(img);
+	return st;
+}
+
+static cp_status provider_exports(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)
+{
+	int lay = cp_rules_module_layout(c->rules, module);
+	const char *other = lay >= 0 ? cp_rules_map(c->rules, module, !lay) : NULL;
+	char target[4096], missing[4096];
+	cp_status st = read_exports(c, file, ex);
+
+	if (!st && !ex->n && other && resolve(c, other, target, sizeof(target), missing, sizeof(missing)) && target[0])
+		st = read_exports(c, target, ex);
 	return st;
 }
 
@@ -247,6 +292,37 @@ static void check_pyimports(struct ctx *c, const cp_scan *s)
 	}
 }
 
+static uint16_t machine_of(const cp_image *img)
+{
+	uint16_t m = 0;
+
+	if (img->size >= sizeof(Elf64_Ehdr))
+		memcpy(&m, img->data + offsetof(Elf64_Ehdr, e_machine), sizeof(m));
+	return m;
+}
+
+/*
+ * The suffix the target interpreter gives its own extensions: the
+ * consumer's when it names an interpreter (.cpython-311-x86_64-linux-gnu.so),
+ * else (an abi3 consumer, .abi3.so) the one of the site's interpreter, from
+ * its path (lib/python3.11/site-packages) and the consumer's machine.
+ */
+static void interpreter_suffix(struct ctx *c, const cp_image *img)
+{
+	const char *p = strstr(c->site, "/python3."), *triplet;
+	unsigned minor;
+	char tail;
+
+	c->ext[0] = '\0';
+	if (!strncmp(c->suffix, ".cpython-", 9)) {
+		snprintf(c->ext, sizeof(c->ext), "%s", c->suffix);
+		return;
+	}
+	triplet = machine_of(img) == EM_AARCH64 ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
+	if (p && sscanf(p, "/python3.%u%c", &minor, &tail) == 2 && tail == '/' && minor < 100)
+		snprintf(c->ext, sizeof(c->ext), ".cpython-3%u-%s.so", minor, triplet);
+}
+
 /* One extension file: its prediction appended to exts. */
 static cp_status predict_file(struct ctx *c, const char *file, const char *label, json_t *exts, cp_error *err)
 {
@@ -260,6 +336,8 @@ static cp_status predict_file(struct ctx *c, const char *file, const char *label
 	c->suffix = strchr(base ? base + 1 : label, '.');
 	if (!c->suffix)
 		c->suffix = ".so";
+	if (!st)
+		interpreter_suffix(c, img);
 	if (!st && !cp_scan_is_module(img))
 		goto done;
 	if (!st)
@@ -319,7 +397,7 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
 		     cp_error *err)
 {
-	struct ctx c = { rules, site, NULL, NULL, err };
+	struct ctx c = { rules, site, NULL, "", NULL, err };
 	json_t *exts = json_array(), *e;
 	size_t n = strlen(path), i;
 	cp_status st;

@@ -236,6 +236,13 @@ cp_status cp_scan_imports(cp_scan *s, cp_error *err);
 /* scan_blob.c: finds, decodes and splits a Cython 3.2+ string blob. */
 cp_status cp_scan_blobs(cp_scan *s, cp_error *err);
 
+/* scan_blob.c: each (signature, name) of an import-signature constant
+ * (N signatures, an empty one repeating the one before, then N names,
+ * NUL-separated: Cython 3.2+'s imports and exports), passed to fn until it
+ * returns false; false when the bytes are not such a constant. */
+bool cp_blob_sigconst_pairs(const uint8_t *d, uint64_t len,
+			    bool (*fn)(void *ctx, const char *sig, const char *name), void *ctx);
+
 /* scan_blob.c: references inside the blobs (Python-level names, function
  * and variable imports). */
 cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);

@@ -791,6 +791,26 @@ bad:
 	return false;
 }
 
+bool cp_blob_sigconst_pairs(const uint8_t *d, uint64_t len,
+			    bool (*fn)(void *ctx, const char *sig, const char *name), void *ctx)
+{
+	struct sigconst c;
+	const char *sig = NULL;
+	size_t k, half;
+	bool ok = true;
+
+	if (!parse_sigconst(d, len, &c))
+		return false;
+	half = c.npiece / 2;
+	for (k = 0; ok && k < half; k++) {
+		if (c.piece[k][0])
+			sig = c.piece[k];
+		ok = sig && fn(ctx, sig, c.piece[half + k]);
+	}
+	free_sigconst(&c);
+	return ok;
+}
+
 /* The load the walk met first after the block's import (nearest after
  * its call), or NULL. */
 static const struct cp_block_load *first_load(const struct cp_import_block *b)

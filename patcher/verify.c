@@ -66,6 +66,29 @@ static json_t *bindings(const cp_scan *s)
 	return out;
 }
 
+/* The providers the module imports (PyImport_ImportModule) of which the
+ * scan found no function, variable or type it binds: nothing of those
+ * could be proven, which a patch that lost its slots looks like. */
+static json_t *unproven_providers(const cp_scan *s)
+{
+	json_t *out = json_array();
+	size_t i, j;
+
+	for (i = 0; i < s->nrefs; i++) {
+		const struct cp_ref *r = &s->refs[i];
+		bool bound = false;
+
+		if (r->kind != CP_K_CIMPORT || !cp_ref_is_live(r) || !r->module)
+			continue;
+		for (j = 0; j < s->nrefs && !bound; j++)
+			bound = (s->refs[j].kind == CP_K_FUNCTION || s->refs[j].kind == CP_K_VARIABLE ||
+				 s->refs[j].kind == CP_K_TYPE) && s->refs[j].module && !strcmp(s->refs[j].module, r->module);
+		if (!bound)
+			json_array_append_new(out, json_string(r->module));
+	}
+	return out;
+}
+
 /* One extension of the plan; *added false when it binds to no mapped module. */
 static cp_status plan_extension(const char *file, const char *module, const cp_rules *rules, json_t *exts,
 				bool *added, cp_error *err)
@@ -89,10 +112,10 @@ static cp_status plan_extension(const char *file, const char *module, const cp_r
 		if (!init_symbol(img, scan->modname, &init))
 			st = cp_fail(err, CP_E_INPUT, "%s: no %s symbol", file, name);
 		else
-			json_array_append_new(exts, json_pack("{s:s, s:s, s:s, s:I, s:o}", "module",
+			json_array_append_new(exts, json_pack("{s:s, s:s, s:s, s:I, s:o, s:o}", "module",
 							      module ? module : scan->modname, "file", file, "init",
 							      name, "init_value", (json_int_t)init, "bindings",
-							      bindings(scan)));
+							      bindings(scan), "unproven", unproven_providers(scan)));
 		*added = !st;
 	}
 	cp_scan_free(scan);
@@ -252,7 +275,7 @@ static const char *last_line(char *text)
 }
 
 /* Every import ok, every binding bound, and with gpu the calls counted a device. */
-static bool judge(json_t *r, bool gpu, char *why, size_t n)
+static bool judge(json_t *r, json_t *plan, bool gpu, char *why, size_t n)
 {
 	json_t *exts = json_object_get(r, "extensions"), *e, *b, *g;
 	const char *k;
@@ -260,6 +283,13 @@ static bool judge(json_t *r, bool gpu, char *why, size_t n)
 
 	if (!json_array_size(exts))
 		return snprintf(why, n, "no extension references a mapped module"), false;
+	json_array_foreach(json_object_get(plan, "extensions"), i, e) {
+		json_t *u = json_array_get(json_object_get(e, "unproven"), 0);
+
+		if (u)
+			return snprintf(why, n, "%s: imports %s, but no binding of it was found to prove (0 of 0)",
+					json_string_value(json_object_get(e, "module")), json_string_value(u)), false;
+	}
 	json_array_foreach(exts, i, e) {
 		json_t *imp = json_object_get(e, "import");
 
@@ -336,12 +366,22 @@ cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_ver
 		*result = text ? json_loads(text, 0, NULL) : NULL;
 		if (timed_out)
 			st = cp_fail(err, CP_E_INPUT, "%s: the import did not finish within %d s", path, o->timeout_s);
+		else if (!*result && WIFSIGNALED(status))
+			/* the module crashed the interpreter: a failed proof, not bad input */
+			*result = json_pack("{s:s, s:s, s:[], s:i}", "python", o->python, "executable", o->python,
+					    "extensions", "signal", WTERMSIG(status));
 		else if (!*result)
 			st = cp_fail(err, CP_E_INPUT, "%s: %s under %s: %s", path, "the import child failed", o->python,
 				     last_line(errtext));
 	}
-	if (!st) {
-		*ok = judge(*result, o->gpu, why, sizeof(why));
+	if (!st && json_object_get(*result, "signal")) {
+		snprintf(why, sizeof(why), "the import child (%s) was killed by signal %d (%s)", o->python,
+			 (int)json_integer_value(json_object_get(*result, "signal")),
+			 strsignal((int)json_integer_value(json_object_get(*result, "signal"))));
+		json_object_set_new(*result, "ok", json_false());
+		json_object_set_new(*result, "why", json_string(why));
+	} else if (!st) {
+		*ok = judge(*result, plan, o->gpu, why, sizeof(why));
 		json_object_set_new(*result, "ok", json_boolean(*ok));
 		json_object_set_new(*result, "why", json_string(why));
 	}

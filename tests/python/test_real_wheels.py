@@ -5,6 +5,7 @@ module and calling through it, against the original in the layout it was
 built for. A repair either exits 0 with a wheel that behaves like the
 original, or exits 2 with one line and nothing written (docs/real-wheels.md).
 """
+import glob
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import zipfile
 
 import pytest
 
-from conftest import MANIFEST, REAL_TABLE, cypatch, show_json
+from conftest import CYPATCH, MANIFEST, REAL_TABLE, cypatch, show_json
 
 PY = sys.executable
 REAL = MANIFEST.get("real_corpus", [])
@@ -297,6 +298,36 @@ def test_cuda_core_042_lists_what_it_cimports_from_cydriver(member, tmp_path):
     got = {(r["module"], r["name"], r["signature"]) for r in report["references"]
            if r["kind"] in ("function", "variable") and r["module"] == "cuda.bindings.cydriver"}
     assert want and got == want, (sorted(want - got), sorted(got - want))
+
+
+# -- check ------------------------------------------------------------------
+
+def test_check_finds_the_providers_of_an_abi3_wheel():
+    """Issue 17 case 2: rmm 26.08's modules are .abi3.so, and the providers
+    were looked for with the consumer's own suffix (cyruntime.abi3.so):
+    `check` said `cannot import name driver` under cuda-bindings 12.9.4,
+    where the wheel imports. The lookup takes the interpreter's suffix."""
+    p = subprocess.run([CYPATCH, "check", "--json", "--against", MANIFEST["cuda_bindings_129"]["tree"],
+                        real("rmm-cu12", "26.8.0")["wheel"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["ok"], [(e["file"], e["failures"]) for e in doc["extensions"]]
+    assert len(doc["extensions"]) >= 2
+
+
+@pytest.mark.parametrize("name, version", [("rmm-cu12", "25.4.0"), ("rmm-cu12", "25.6.0"),
+                                           ("pylibraft-cu12", "25.6.0")])
+def test_check_reads_the_exports_of_a_cython_32_provider(name, version, envs):
+    """Issue 17 case 1: cuda-bindings 12.9.10's cyruntime (Cython 3.2) keeps
+    the names and signatures of its exports in its string blob, not at the
+    calls that make the capsules: `check` said `does not export expected C
+    function cudaMemcpyAsync` where the wheel imports (test_repair_works...
+    imports it there)."""
+    site = glob.glob(str(envs("cuda-bindings 12.9.10").path / "lib" / "python3*" / "site-packages"))[0]
+    p = subprocess.run([CYPATCH, "check", "--json", "--against", site, real(name, version)["wheel"]],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["ok"], [(e["file"], e["failures"]) for e in doc["extensions"]]
 
 
 # -- repair: exit 0 and working, or exit 2 and nothing written ---------------

@@ -1,0 +1,25 @@
+"""`cypatch verify` says `verified` only for what it proved, and reports a
+module that crashes the interpreter as a failure with its signal (issue 17
+case 4). The corpus-wide agreement of check and verify is test_check.py."""
+import os
+import subprocess
+import sys
+
+from conftest import CORPUS, CYPATCH, MANIFEST, ROOT
+
+# cimports a provider function, then dereferences NULL at import time
+CRASH = ("from cuda.bindings.cydriver cimport cuInit\n\ncdef int *p = NULL\n\n"
+         "def init():\n    return cuInit(0)\n\np[0] = 1\n")
+
+
+def test_a_module_that_crashes_at_import_fails_verify_with_its_signal(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    site = MANIFEST["providers"]["bindings"]
+    so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path), "crashes", CRASH, "3.1.8", [site])
+    assert not why, why
+    env = dict(os.environ, PYTHONPATH=site, PYTHONNOUSERSITE="1")
+    p = subprocess.run([CYPATCH, "verify", "--python", sys.executable, so], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "killed by signal 11" in p.stdout, p.stdout
