@@ -66,9 +66,11 @@ static json_t *bindings(const cp_scan *s)
 	return out;
 }
 
-/* The providers the module imports (PyImport_ImportModule) of which the
- * scan found no function, variable or type it binds: nothing of those
- * could be proven, which a patch that lost its slots looks like. */
+/* The providers the module imports (PyImport_ImportModule) of which no
+ * binding can be proven: no function or variable with a slot the child
+ * can read, and no type (the import itself checks a type's size). A patch
+ * that lost its slots looks like that, and so does a module whose slots
+ * the scan cannot find (module state, Cython 3.2+). */
 static json_t *unproven_providers(const cp_scan *s)
 {
 	json_t *out = json_array();
@@ -81,8 +83,9 @@ static json_t *unproven_providers(const cp_scan *s)
 		if (r->kind != CP_K_CIMPORT || !cp_ref_is_live(r) || !r->module)
 			continue;
 		for (j = 0; j < s->nrefs && !bound; j++)
-			bound = (s->refs[j].kind == CP_K_FUNCTION || s->refs[j].kind == CP_K_VARIABLE ||
-				 s->refs[j].kind == CP_K_TYPE) && s->refs[j].module && !strcmp(s->refs[j].module, r->module);
+			bound = (((s->refs[j].kind == CP_K_FUNCTION || s->refs[j].kind == CP_K_VARIABLE) &&
+				  s->refs[j].slot) || s->refs[j].kind == CP_K_TYPE) &&
+				s->refs[j].module && !strcmp(s->refs[j].module, r->module);
 		if (!bound)
 			json_array_append_new(out, json_string(r->module));
 	}
@@ -287,7 +290,7 @@ static bool judge(json_t *r, json_t *plan, bool gpu, char *why, size_t n)
 		json_t *u = json_array_get(json_object_get(e, "unproven"), 0);
 
 		if (u)
-			return snprintf(why, n, "%s: imports %s, but no binding of it was found to prove (0 of 0)",
+			return snprintf(why, n, "%s: imports %s, but no binding of it can be proven",
 					json_string_value(json_object_get(e, "module")), json_string_value(u)), false;
 	}
 	json_array_foreach(exts, i, e) {

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from conftest import CORPUS, CYPATCH, MANIFEST, ROOT
+from conftest import CORPUS, CYPATCH, ENTRIES, MANIFEST, ROOT
 
 # cimports a provider function, then dereferences NULL at import time
 CRASH = ("from cuda.bindings.cydriver cimport cuInit\n\ncdef int *p = NULL\n\n"
@@ -23,3 +23,16 @@ def test_a_module_that_crashes_at_import_fails_verify_with_its_signal(tmp_path):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
     assert "killed by signal 11" in p.stdout, p.stdout
+
+
+def test_nothing_proven_is_no_verification():
+    """Issue 17 case 4: a module whose slots the scan cannot find (Cython
+    3.2.9 with CYTHON_USE_MODULE_STATE: the state is allocated at import)
+    imported, and verify said `0 of 0 bindings proven` and `verified`."""
+    entry = next(e for e in ENTRIES if e["id"] == "3.2.9/bindings/cimports-module-state")
+    env = dict(os.environ, PYTHONPATH=MANIFEST["providers"]["bindings"], PYTHONNOUSERSITE="1")
+    p = subprocess.run([CYPATCH, "verify", "--python", sys.executable, entry["so"]], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "FAILED: cimports: imports cuda.bindings.cyruntime, but no binding of it can be proven" in p.stdout, \
+        p.stdout
