@@ -1000,6 +1000,81 @@ static cp_status check_ties(cp_scan *s, uint64_t base, const struct sigconst *c,
 	return CP_OK;
 }
 
+/* The last address stored at frame offset off between two calls, when it
+ * is a writable one. */
+static bool slot_store(const cp_scan *s, const struct cp_frame *f, int64_t off, uint64_t after, uint64_t before,
+		       uint64_t *va)
+{
+	const struct cp_section *sec;
+	size_t i;
+	bool have = false;
+	uint64_t v = 0;
+
+	for (i = 0; i < f->nastores; i++)
+		if (f->astores[i].off == off && f->astores[i].insn > after && f->astores[i].insn < before) {
+			v = f->astores[i].va;
+			have = true;
+		}
+	if (!have || !(sec = cp_image_section_at(s->img, v)) || !cp_section_is_writable(sec) ||
+	    cp_section_is_code(sec))
+		return false;
+	if (va)
+		*va = v;
+	return true;
+}
+
+/*
+ * Where a tied constant's names bind, when no symbol says (a stripped
+ * module): Cython 3.2+ passes `{&slot_0, ..., &slot_n-1, NULL}`, a local
+ * array it builds right after the import, in the order of the names. The
+ * slots are the one run of n consecutive 8-byte frame stores of writable
+ * addresses made between this import and the next one; none when there is
+ * not exactly one such run.
+ */
+static cp_status pointer_slots(cp_scan *s, const struct cp_import_block *blk, size_t n, uint64_t *slots,
+			       bool *found, cp_error *err)
+{
+	uint64_t start, end, next = UINT64_MAX, *run;
+	struct cp_frame f;
+	size_t i, k, runs = 0;
+	cp_status st;
+
+	*found = false;
+	if (!blk || !n || !cp_image_function(s->img, blk->call, &start, &end))
+		return CP_OK;
+	for (i = 0; i < s->nblocks; i++)
+		if (s->blocks[i].call > blk->call && s->blocks[i].call < next)
+			next = s->blocks[i].call;
+	run = malloc((n + 1) * sizeof(*run));
+	if (!run)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	st = cp_frame_eval(s->img, start, end, &f, err);
+	if (st) {
+		free(run);
+		return st;
+	}
+	for (i = 0; i < f.nastores; i++) {
+		const struct cp_frame_astore *a = &f.astores[i];
+		size_t m = 0;
+
+		/* the first of a run: nothing slot-like stored right before it */
+		if (a->insn <= blk->call || a->insn >= next || slot_store(s, &f, a->off - 8, blk->call, next, NULL))
+			continue;
+		for (k = 0; k <= n && slot_store(s, &f, a->off + 8 * (int64_t)k, blk->call, next, &run[m]); k++)
+			m++;
+		if (m != n)
+			continue;
+		if (runs++ == 0)
+			memcpy(slots, run, n * sizeof(*slots));
+		else if (memcmp(slots, run, n * sizeof(*slots)))
+			runs = 2;
+	}
+	cp_frame_free(&f);
+	free(run);
+	*found = runs == 1;
+	return CP_OK;
+}
+
 static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
 			       const struct cp_import_block *blk, cp_error *err)
 {
@@ -1011,26 +1086,32 @@ static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
 	uint64_t sites[2] = { b->code, e->cell_insn };
 	cp_status st;
 
+	uint64_t *ptrs = calloc(half ? half : 1, sizeof(*ptrs));
+	bool have_ptrs = false;
+
+	if (!ptrs)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	if (blk)
 		e->import_call = blk->call;
 	note_shared_import(s, c, blk);
-	for (k = 0; k < half; k++) {
+	st = pointer_slots(s, blk, half, ptrs, &have_ptrs, err);
+	for (k = 0; !st && k < half; k++) {
 		const char *module = blk ? blk->module : NULL;
 		const char *mm;
+		uint64_t slot;
 
 		if (*c->piece[k])
 			sig = c->piece[k];
 		if (!module && cp_scan_signature_layout(s, sig, &mm) >= 0)
 			module = mm;
-		st = cp_scan_add_import(s, module, c->piece[half + k], sig,
-					module ? cp_scan_slot_symbol(s, module, c->piece[half + k],
-								     !strchr(sig, '('))
-					       : 0,
-					&loc, sites, e->cell_insn ? 2 : 1, err);
-		if (st)
-			return st;
+		slot = module ? cp_scan_slot_symbol(s, module, c->piece[half + k], !strchr(sig, '(')) : 0;
+		if (!slot && module && have_ptrs)
+			slot = ptrs[k];
+		st = cp_scan_add_import(s, module, c->piece[half + k], sig, slot, &loc, sites, e->cell_insn ? 2 : 1,
+					err);
 	}
-	return CP_OK;
+	free(ptrs);
+	return st;
 }
 
 static cp_status add_blob_ref(cp_scan *s, size_t bi, size_t k, enum cp_ref_kind kind,
