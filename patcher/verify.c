@@ -289,13 +289,16 @@ static bool judge(json_t *r, json_t *plan, bool gpu, char *why, size_t n)
 	json_array_foreach(json_object_get(plan, "extensions"), i, e) {
 		json_t *u = json_array_get(json_object_get(e, "unproven"), 0);
 
-		if (u)
+		/* the child answers the plan's extensions in order */
+		if (u && !json_object_get(json_array_get(exts, i), "skipped"))
 			return snprintf(why, n, "%s: imports %s, but no binding of it can be proven",
 					json_string_value(json_object_get(e, "module")), json_string_value(u)), false;
 	}
 	json_array_foreach(exts, i, e) {
 		json_t *imp = json_object_get(e, "import");
 
+		if (json_object_get(e, "skipped"))
+			continue;
 		if (json_object_get(imp, "error"))
 			return snprintf(why, n, "%s: %s", json_string_value(json_object_get(e, "module")),
 					json_string_value(json_object_get(imp, "error"))), false;

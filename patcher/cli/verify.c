@@ -41,6 +41,11 @@ static void print_text(const json_t *r)
 		json_t *imp = json_object_get(e, "import"), *bs = json_object_get(e, "bindings");
 		size_t bound = 0;
 
+		if (json_object_get(e, "skipped")) {
+			printf("  %s: skipped: %s\n", json_string_value(json_object_get(e, "module")),
+			       json_string_value(json_object_get(e, "skipped")));
+			continue;
+		}
 		if (json_object_get(imp, "error")) {
 			printf("  %s: import failed: %s\n", json_string_value(json_object_get(e, "module")),
 			       json_string_value(json_object_get(imp, "error")));

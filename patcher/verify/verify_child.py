@@ -7,6 +7,7 @@ import ctypes
 import importlib
 import json
 import os
+import re
 import sys
 
 plan = json.load(open(sys.argv[1]))
@@ -60,11 +61,45 @@ def gpu(bound):
     return out
 
 
+def parallel_trees(modules):
+    """Per-CUDA-major trees (cuda-core's pkg/cu12/..., pkg/cu13/...): the
+    package imports the one its environment needs. {module: why skipped}
+    for the modules of the trees it did not import."""
+    trees = {}
+    for m in modules:
+        parts = m.split(".")
+        for i, p in enumerate(parts[1:], 1):
+            if re.fullmatch(r"cu\d+", p):
+                trees.setdefault(".".join(parts[:i]), set()).add(p)
+                break
+    skipped = {}
+    for parent, names in trees.items():
+        if len(names) < 2:
+            continue
+        try:
+            importlib.import_module(parent)
+        except BaseException:
+            continue  # each module's own import then says why
+        chosen = [n for n in names if any(k == parent + "." + n or k.startswith(parent + "." + n + ".")
+                                          for k in list(sys.modules))]
+        if len(chosen) != 1:
+            continue
+        for m in modules:
+            for n in names - set(chosen):
+                if m.startswith(parent + "." + n + "."):
+                    skipped[m] = "%s imported %s.%s for this environment, not %s" % (parent, parent, chosen[0], n)
+    return skipped
+
+
 result = {"python": sys.version.split()[0], "executable": sys.executable, "extensions": []}
 bound_all = {}
+skips = parallel_trees([ext["module"] for ext in plan["extensions"]])
 for ext in plan["extensions"]:
     rec = {"module": ext["module"], "file": ext["file"]}
     result["extensions"].append(rec)
+    if ext["module"] in skips:
+        rec["skipped"] = skips[ext["module"]]
+        continue
     try:
         mod = importlib.import_module(ext["module"])
     except BaseException as e:

@@ -330,6 +330,24 @@ def test_check_reads_the_exports_of_a_cython_32_provider(name, version, envs):
     assert p.returncode == 0 and doc["ok"], [(e["file"], e["failures"]) for e in doc["extensions"]]
 
 
+@pytest.mark.parametrize("env_name, tree, other", [("cuda-bindings 12.9.10", "cu12", "cu13"),
+                                                    ("cuda-bindings 13.5.0", "cu13", "cu12")])
+def test_verify_proves_the_tree_the_environment_selects(env_name, tree, other, envs):
+    """Issue 17 case 5: cuda-core 0.4.2 ships cu12/ and cu13/ trees and its
+    package imports the one for the installed cuda-bindings. verify imported
+    both (one failing) and proved nothing; it now proves the selected tree's
+    bindings and says which tree it skipped and why."""
+    env = envs(env_name)
+    p = subprocess.run([CYPATCH, "verify", "--python", env.py, real("cuda-core", "0.4.2")["wheel"]],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONNOUSERSITE="1"))
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("verified"), (p.returncode, p.stdout, p.stderr)
+    proven = [l for l in p.stdout.splitlines() if ".%s." % tree in l and "bindings proven" in l]
+    assert len(proven) == 5 and not any(" 0 of " in l for l in proven), p.stdout
+    skipped = [l for l in p.stdout.splitlines() if ".%s." % other in l]
+    assert len(skipped) == 5 and all("skipped: cuda.core.experimental imported" in l for l in skipped), p.stdout
+
+
 # -- repair: exit 0 and working, or exit 2 and nothing written ---------------
 
 @pytest.mark.parametrize("mode", ["legacy", "bindings", "fallback"])
