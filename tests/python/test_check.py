@@ -73,3 +73,22 @@ def test_check_predicts_what_verify_observes(entry, form, tmp_path):
             # module state loses the failed import's exception (conftest.LOST)
             assert observed in failures or (entry.get("variant") == "module-state" and
                                             observed == LOST % entry["module"]), (env, failures, observed)
+
+
+def test_a_hostile_provider_is_refused_in_one_line(tmp_path):
+    """Issue 17 case 6: providers are input too. A provider whose section
+    header table lies outside the file: one line naming it, exit 2, no
+    crash."""
+    import shutil
+    import struct
+    site = tmp_path / "site"
+    shutil.copytree(MANIFEST["providers"]["bindings"], str(site))
+    victim = next((site / "cuda" / "bindings").glob("cydriver.cpython*.so"))
+    data = bytearray(victim.read_bytes())
+    struct.pack_into("<Q", data, 0x28, len(data) + 4096)  # e_shoff
+    victim.write_bytes(bytes(data))
+    entry = next(e for e in BUILT if e["id"] == "3.1.8/bindings/cimports")
+    p = subprocess.run([CYPATCH, "check", "--against", str(site), entry["so"]], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, (p.returncode, p.stderr)
+    assert str(victim) in p.stderr and "section headers lie outside the file" in p.stderr, p.stderr
