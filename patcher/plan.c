@@ -568,14 +568,18 @@ static cp_status plan_from_import(struct planner *pl, const struct cp_ref *r)
 			       "%s: from %s import %s: one string serves as package and name, and %s "
 			       "needs two different ones (%s); strings alone cannot express it",
 			       pl->img->path, r->package, r->name, t, cp_site_kind_name(r->sites[0].kind));
-	/* the name is also the module's global: a leaf the module already
-	 * uses as a name would merge two globals into one */
-	if (strcmp(dot + 1, r->name) != 0 && cp_scan_has_pyname(pl->scan, dot + 1, strlen(dot + 1)))
+	/* The name's string object is also every other use of that text in
+	 * the module: a str constant "driver" is the same object as the name
+	 * of `from cuda.bindings import driver` (Cython interns both), so a
+	 * renamed leaf would change the constant too (random consumer seed
+	 * 706: 'driver' read 'cuda' after -t legacy). Which uses are names
+	 * cannot be told from the strings; the stub imports it instead. */
+	if (strcmp(dot + 1, r->name) != 0 && (pl->inexpressible = true))
 		return cp_fail(pl->err, CP_E_INPUT,
-			       "%s: from %s import %s (%s site at %#llx): the module already uses the name \"%s\", "
-			       "so renaming %s to it would merge two of its globals",
+			       "%s: from %s import %s (%s site at %#llx): renaming %s to %s would change every "
+			       "other use of the string \"%s\" too; strings alone cannot express it",
 			       pl->img->path, r->package, r->name, cp_site_kind_name(r->sites[0].kind),
-			       (unsigned long long)r->sites[0].addr, dot + 1, r->name);
+			       (unsigned long long)r->sites[0].addr, r->name, dot + 1, r->name);
 	snprintf(parent, sizeof(parent), "%.*s", (int)(dot - t), t);
 	if (r->loc.blob >= 0 || r->package_loc.blob >= 0)
 		return cp_plan_blob_from_import(pl, r, parent, dot + 1);
@@ -585,8 +589,6 @@ static cp_status plan_from_import(struct planner *pl, const struct cp_ref *r)
 		if (st)
 			return st;
 	}
-	if (strcmp(dot + 1, r->name) != 0)
-		return rewrite_literal(pl, r->loc.vaddr, strlen(r->name), dot + 1, "fromimport name");
 	return CP_OK;
 }
 

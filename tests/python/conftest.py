@@ -47,8 +47,7 @@ VARIANT_REFUSALS = [
     # stub cannot see them (retargets need the stub where strings cannot say it)
     (lambda e: e.get("variant") == "shared" and e["module"] in ("pyimport", "pyimport_as", "pyfrom"),
      ("fallback",), "(Cython's shared utility module), where the fallback stub cannot see it"),
-    (lambda e: e.get("variant") == "shared" and (e["module"] in ("pyimport", "pyimport_as") or
-                                                 (e["module"] == "pyfrom" and e["layout"] == "legacy")),
+    (lambda e: e.get("variant") == "shared" and e["module"] in ("pyimport", "pyimport_as", "pyfrom"),
      ("retarget",), "(Cython's shared utility module), where the fallback stub cannot see it"),
     # module state reads the string table through a register: nothing ties
     # the import-signature constants to their modules
