@@ -8,7 +8,7 @@ exit 2, one line, nothing written. A failure prints the seed and the command
 that replays it (docs/testing.md).
 
 CYPATCH_RANDOM_N seeds (12 by default, what CI runs) from
-CYPATCH_RANDOM_SEED (1 by default) on.
+CYPATCH_RANDOM_SEED (1 by default) on, and the seeds in REGRESSIONS.
 """
 import json
 import os
@@ -26,7 +26,10 @@ import random_consumer  # noqa: E402
 PY = sys.executable
 N = int(os.environ.get("CYPATCH_RANDOM_N", "12"))
 FIRST = int(os.environ.get("CYPATCH_RANDOM_SEED", "1"))
-SEEDS = list(range(FIRST, FIRST + N))
+# seeds that once failed, run whatever the range: 706 (a str constant
+# 'driver' beside `from cuda.bindings import driver`, renamed with the leaf)
+REGRESSIONS = [706]
+SEEDS = list(range(FIRST, FIRST + N)) + [s for s in REGRESSIONS if not FIRST <= s < FIRST + N]
 OTHER = {"bindings": "legacy", "legacy": "bindings"}
 
 OBSERVE = """
