@@ -10,7 +10,7 @@
 enum { R_RAX, R_RCX, R_RDX, R_RBX, R_RSP, R_RBP, R_RSI, R_RDI,
        R_R8, R_R9, R_R10, R_R11, R_R12, R_R13, R_R14, R_R15 };
 
-static const int arg_regs[6] = { R_RDI, R_RSI, R_RDX, R_RCX, R_R8, R_R9 };
+const int cp_arg_regs[6] = { R_RDI, R_RSI, R_RDX, R_RCX, R_R8, R_R9 };
 static const int clobbered[9] = { R_RAX, R_RCX, R_RDX, R_RSI, R_RDI, R_R8, R_R9, R_R10, R_R11 };
 
 struct walk {
@@ -173,7 +173,7 @@ static void emit_call(struct walk *w, const cs_insn *in, uint64_t target, const 
 	c.target = target;
 	c.name = name;
 	for (i = 0; i < 6; i++)
-		c.arg[i] = w->reg[arg_regs[i]];
+		c.arg[i] = w->reg[cp_arg_regs[i]];
 	w->v->on_call(w->v->ctx, &c);
 }
 

@@ -65,6 +65,10 @@ void cp_dis_close(cp_dis *d);
 /* Index 0..15 of the 64-bit register that holds reg (eax -> rax), or -1. */
 int cp_reg64(x86_reg reg);
 
+/* The System V argument registers, as cp_reg64 indices: rdi, rsi, rdx,
+ * rcx, r8, r9. */
+extern const int cp_arg_regs[6];
+
 /* The RIP-relative memory operand of the instruction at addr: where its
  * disp32 sits in the instruction, the instruction's length, its target. */
 bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,

@@ -609,7 +609,6 @@ static void note_arglen(struct eval *e, const char *name)
 	f->narglens++;
 }
 
-static const int arg_reg[6] = { 7, 6, 2, 1, 8, 9 }; /* rdi rsi rdx rcx r8 r9 */
 
 /* Every call, with its argument registers (cp_frame_call). */
 static void note_call(struct eval *e, const cs_x86 *x, const char *name)
@@ -632,7 +631,7 @@ static void note_call(struct eval *e, const cs_x86 *x, const char *name)
 		 x->operands[0].mem.base == X86_REG_RIP && x->operands[0].mem.index == X86_REG_INVALID)
 		c->name = cp_image_got_name(e->img, rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
 	for (i = 0; i < 6; i++) {
-		const struct aval *a = &e->reg[arg_reg[i]];
+		const struct aval *a = &e->reg[cp_arg_regs[i]];
 
 		if (a->kind != K_BITS || a->known != ~0ull)
 			continue;
@@ -1043,7 +1042,7 @@ static cp_status frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 		int i;
 
 		for (i = 0; i < 6; i++)
-			e.reg[arg_reg[i]] = bits(CP_FRAME_ARG(i), ~0ull);
+			e.reg[cp_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
 	}
 	size = end - start;
 	while (size > 0 && !e.oom) {

@@ -46,7 +46,6 @@ struct cp_reach {
 };
 
 static const int call_clobbers[] = { 0, 1, 2, 6, 7, 8, 9, 10, 11 };
-static const int arg_regs[6] = { 7, 6, 2, 1, 8, 9 };
 
 static int by_target(const void *a, const void *b)
 {
@@ -293,7 +292,7 @@ static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, boo
 		reached = true;
 	}
 	if (idx == 0) {
-		for (a = 0; a < 6 && arg_regs[a] != reg; a++)
+		for (a = 0; a < 6 && cp_arg_regs[a] != reg; a++)
 			;
 		return a < 6 && merge(acc, any, CP_REACH_ARG, (uint64_t)a);
 	}

@@ -286,6 +286,10 @@ size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first);
 unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t where, uint64_t len,
 			      uint64_t *at);
 
+/* scan_code.c: whether va lies in writable data (not code): where a
+ * string object's slot or a cimported function's slot can be. */
+bool cp_scan_is_data_slot(const cp_scan *s, uint64_t va);
+
 /* scan_code.c: a code site for the instruction at addr. */
 void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site);
 

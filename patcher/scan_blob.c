@@ -1005,7 +1005,6 @@ static cp_status check_ties(cp_scan *s, uint64_t base, const struct sigconst *c,
 static bool slot_store(const cp_scan *s, const struct cp_frame *f, int64_t off, uint64_t after, uint64_t before,
 		       uint64_t *va)
 {
-	const struct cp_section *sec;
 	size_t i;
 	bool have = false;
 	uint64_t v = 0;
@@ -1015,8 +1014,7 @@ static bool slot_store(const cp_scan *s, const struct cp_frame *f, int64_t off, 
 			v = f->astores[i].va;
 			have = true;
 		}
-	if (!have || !(sec = cp_image_section_at(s->img, v)) || !cp_section_is_writable(sec) ||
-	    cp_section_is_code(sec))
+	if (!have || !cp_scan_is_data_slot(s, v))
 		return false;
 	if (va)
 		*va = v;

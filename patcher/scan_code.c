@@ -288,3 +288,10 @@ cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 	}
 	return CP_OK;
 }
+
+bool cp_scan_is_data_slot(const cp_scan *s, uint64_t va)
+{
+	const struct cp_section *sec = cp_image_section_at(s->img, va);
+
+	return sec && cp_section_is_writable(sec) && !cp_section_is_code(sec);
+}

@@ -84,13 +84,6 @@ static int literal_name(cp_scan *s, struct names *ns, uint64_t va, const struct 
 	return push(ns, p, loc.length, &loc, site);
 }
 
-static bool writable_data(const cp_scan *s, uint64_t va)
-{
-	const struct cp_section *sec = cp_image_section_at(s->img, va);
-
-	return sec && cp_section_is_writable(sec) && !cp_section_is_code(sec);
-}
-
 /* 0.29's entry {&__pyx_n_s_x, "x", n, ...}: the slot's relocation is the
  * one right before the string's (3.1's entries have no slot: 0). */
 static uint64_t table_slot(const cp_scan *s, size_t i)
@@ -100,7 +93,7 @@ static uint64_t table_slot(const cp_scan *s, size_t i)
 
 	for (k = i ? i - 1 : 0; k <= i + 1 && k < s->img->nrel; k++)
 		if (k != i && s->img->rel[k].offset == r->offset - 8 && s->img->rel[k].type == R_X86_64_RELATIVE &&
-		    writable_data(s, (uint64_t)s->img->rel[k].addend))
+		    cp_scan_is_data_slot(s, (uint64_t)s->img->rel[k].addend))
 			return (uint64_t)s->img->rel[k].addend;
 	return 0;
 }
@@ -217,7 +210,7 @@ static uint64_t code_slot(cp_scan *s, struct code_frames *cf, uint64_t insn, uin
 		for (k = i; k-- > 0;)
 			if (cf->f.astores[k].off == a->off - 8)
 				break;
-		if (k == (size_t)-1 || !writable_data(s, cf->f.astores[k].va) ||
+		if (k == (size_t)-1 || !cp_scan_is_data_slot(s, cf->f.astores[k].va) ||
 		    (slot && slot != cf->f.astores[k].va))
 			return 0; /* none, or two that disagree */
 		slot = cf->f.astores[k].va;
@@ -348,10 +341,10 @@ static void code_bases(const cp_scan *s, struct names *ns)
 		n += s->xrefs[i].addr >= start && s->xrefs[i].addr < end;
 	ns->bases = malloc((n + f.naddrs + 1) * sizeof(*ns->bases));
 	for (i = 0; ns->bases && i < s->nxrefs; i++)
-		if (s->xrefs[i].addr >= start && s->xrefs[i].addr < end && writable_data(s, s->xrefs[i].target))
+		if (s->xrefs[i].addr >= start && s->xrefs[i].addr < end && cp_scan_is_data_slot(s, s->xrefs[i].target))
 			ns->bases[ns->nbases++] = s->xrefs[i].target;
 	for (i = 0; ns->bases && i < f.naddrs; i++)
-		if (writable_data(s, f.addrs[i]))
+		if (cp_scan_is_data_slot(s, f.addrs[i]))
 			ns->bases[ns->nbases++] = f.addrs[i];
 	cp_frame_free(&f);
 }

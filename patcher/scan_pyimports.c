@@ -69,8 +69,6 @@ struct pass {
 	bool oom;
 };
 
-static const int arg_regs[6] = { 7, 6, 2, 1, 8, 9 }; /* rdi, rsi, rdx, rcx, r8, r9 */
-
 static void unknown(cp_scan *s, uint64_t at, const char *why)
 {
 	if (!s->import_names_unknown[0] && at)
@@ -169,10 +167,10 @@ static cp_status add_forwarder(struct pass *p, uint64_t call, int name_arg, cons
 static cp_status entry_call(struct pass *p, const struct cp_scan_call *c, bool has_level, cp_error *err)
 {
 	struct cp_reach_val name, level = { CP_REACH_IMM, 0 };
-	cp_status st = value_at(p, c->addr, arg_regs[0], &c->arg[0], &name, err);
+	cp_status st = value_at(p, c->addr, cp_arg_regs[0], &c->arg[0], &name, err);
 
 	if (!st && has_level)
-		st = value_at(p, c->addr, arg_regs[4], &c->arg[4], &level, err);
+		st = value_at(p, c->addr, cp_arg_regs[4], &c->arg[4], &level, err);
 	if (st)
 		return st;
 	if (name.kind == CP_REACH_ARG)
@@ -209,9 +207,9 @@ static void on_fw_call(void *ctx, const struct cp_call *c)
 
 	if (!fw || cs->st)
 		return;
-	cs->st = value_at(cs->p, c->addr, arg_regs[fw->name_arg], &c->arg[fw->name_arg], &name, cs->err);
+	cs->st = value_at(cs->p, c->addr, cp_arg_regs[fw->name_arg], &c->arg[fw->name_arg], &name, cs->err);
 	if (!cs->st && fw->level_arg >= 0) {
-		cs->st = value_at(cs->p, c->addr, arg_regs[fw->level_arg], &c->arg[fw->level_arg], &level, cs->err);
+		cs->st = value_at(cs->p, c->addr, cp_arg_regs[fw->level_arg], &c->arg[fw->level_arg], &level, cs->err);
 		lv = level_of(&level);
 	}
 	if (!cs->st)
