@@ -25,6 +25,7 @@ struct ctx {
 	const char *site;
 	const char *suffix;   /* the consumer's ".cpython-311-x86_64-linux-gnu.so" */
 	char ext[64];         /* the target interpreter's, or "" when not known */
+	unsigned cuda_major;  /* of the site's cuda-bindings (or cuda-python), or 0 */
 	json_t *failures;
 	cp_error *err;
 };
@@ -362,6 +363,69 @@ done:
 	return st;
 }
 
+/* The major version of the cuda-bindings installed in the site (else of
+ * cuda-python, which held cuda.bindings itself up to 12.6), from its
+ * dist-info directory's name; 0 when neither is there. */
+static unsigned site_cuda_major(const char *site)
+{
+	static const char *const dists[] = { "cuda_bindings-", "cuda_python-" };
+	unsigned found[2] = { 0, 0 }, v;
+	DIR *d = opendir(site);
+	struct dirent *e;
+	size_t k;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		for (k = 0; k < 2; k++)
+			if (!strncmp(e->d_name, dists[k], strlen(dists[k])) && strstr(e->d_name, ".dist-info") &&
+			    sscanf(e->d_name + strlen(dists[k]), "%u.", &v) == 1)
+				found[k] = v;
+	closedir(d);
+	return found[0] ? found[0] : found[1];
+}
+
+/* A member inside a per-CUDA-major tree (cuda-core 0.4: pkg/cu12/...,
+ * pkg/cu13/...; the package imports the one for the installed major, and
+ * the others cannot be imported): the tree's major, when the wheel has
+ * another tree beside it; else 0. */
+static unsigned tree_major(const struct cp_wheel *w, const char *name)
+{
+	const char *p = name;
+	unsigned major;
+	size_t i, plen;
+	int len;
+
+	for (; (p = strstr(p, "/cu")) != NULL; p++)
+		if (sscanf(p + 3, "%u%n", &major, &len) == 1 && p[3 + len] == '/')
+			break;
+	if (!p)
+		return 0;
+	plen = (size_t)(p - name) + 3; /* "pkg/cu" */
+	for (i = 0; i < w->n; i++) {
+		const char *o = w->m[i].name;
+		unsigned other;
+
+		if (!strncmp(o, name, plen) && sscanf(o + plen, "%u%n", &other, &len) == 1 && o[plen + len] == '/' &&
+		    other != major && strstr(o, ".so"))
+			return major;
+	}
+	return 0;
+}
+
+/* The prediction just appended to exts, for a module of a tree the
+ * package does not import under the site: replaced by why it is skipped. */
+static void skip_tree(json_t *exts, unsigned tree, unsigned major)
+{
+	json_t *e = json_array_get(exts, json_array_size(exts) - 1);
+	char why[160];
+
+	snprintf(why, sizeof(why), "a tree for CUDA %u; the package imports the one for CUDA %u", tree, major);
+	json_object_set_new(e, "binds", json_object());
+	json_object_set_new(e, "failures", json_array());
+	json_object_set_new(e, "skipped", json_string(why));
+}
+
 static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp_error *err)
 {
 	struct cp_wheel *w = NULL;
@@ -375,6 +439,9 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 		uint8_t *data;
 		size_t len;
 
+		unsigned tree = tree_major(w, w->m[i].name);
+		size_t before = json_array_size(exts);
+
 		if (w->m[i].dir || !strstr(w->m[i].name, ".so"))
 			continue;
 		snprintf(tmp, sizeof(tmp), "%s/x.so", dir);
@@ -387,6 +454,8 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 			st = predict_file(c, tmp, w->m[i].name, exts, err);
 			unlink(tmp);
 		}
+		if (!st && json_array_size(exts) > before && tree && c->cuda_major && tree != c->cuda_major)
+			skip_tree(exts, tree, c->cuda_major);
 	}
 	if (w)
 		rmdir(dir);
@@ -397,7 +466,7 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
 		     cp_error *err)
 {
-	struct ctx c = { rules, site, NULL, "", NULL, err };
+	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, err };
 	json_t *exts = json_array(), *e;
 	size_t n = strlen(path), i;
 	cp_status st;

@@ -16,7 +16,10 @@ static const char usage[] =
 	"as the import system would, every cimported function and variable looked\n"
 	"up among the provider's exported capsules (12.6.2-style trampolines\n"
 	"followed), fallback stubs honoured; each failure is printed as the\n"
-	"message CPython would raise. Type sizes are not checked.\n"
+	"message CPython would raise. Type sizes are not checked. A wheel with\n"
+	"per-CUDA-major trees (pkg/cu12/, pkg/cu13/) is checked for the tree its\n"
+	"package imports under the site's cuda-bindings (or cuda-python) major\n"
+	"version; the other trees' modules are listed as skipped.\n"
 	"\n"
 	"  --against DIR  the site-packages directory to check against\n"
 	"  --json         print the prediction as JSON\n"
@@ -39,6 +42,8 @@ static void print_text(const json_t *r)
 		       json_is_true(json_object_get(e, "fallback")) ? ", fallback stubs" : "");
 		json_object_foreach(json_object_get(e, "binds"), k, v)
 			printf("  cimport %s -> %s\n", k, json_string_value(v));
+		if (json_object_get(e, "skipped"))
+			printf("  skipped: %s\n", json_string_value(json_object_get(e, "skipped")));
 		json_array_foreach(json_object_get(e, "failures"), j, f)
 			printf("  would fail: %s\n", json_string_value(f));
 	}

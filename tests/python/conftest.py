@@ -168,6 +168,10 @@ CHECK_TABLE = []
 # test_real_wheels.py's rows: (wheel, mode, outcome), printed at the end
 REAL_TABLE = []
 
+# test_real_wheels.py's check rows: (wheel, form, environment, module,
+# what check said, what the import did when it says otherwise)
+CHECK_REAL_TABLE = []
+
 
 def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
@@ -175,6 +179,10 @@ def pytest_terminal_summary(terminalreporter):
         tr.section("cypatch repair on real wheels (exit 0 and behaving as built, or exit 2 and nothing written)")
         for wheel, mode, outcome in sorted(REAL_TABLE):
             tr.write_line("%-18s | %-8s | %s" % (wheel, mode, outcome))
+    if CHECK_REAL_TABLE:
+        tr.section("cypatch check on real wheels: its verdict, and the import's where they differ")
+        for row in CHECK_REAL_TABLE:
+            tr.write_line("%-20s | %-11s | %-24s | %s: %s%s" % (row[:5] + ((" | import: " + row[5]) if row[5] else "",)))
     if not CHECK_TABLE:
         return
     tr.section("cypatch check predicted, cypatch verify observed (they agree on every row)")
