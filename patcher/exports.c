@@ -42,8 +42,8 @@ static const char *string_arg(const cp_image *img, const struct cp_val *v)
 }
 
 /* name NULL: a capsule whose key is a Python string object (variables,
- * __Pyx_ExportVoidPtr), known by its signature only. */
-static cp_status add(struct cp_exports *e, const char *name, const char *sig, cp_error *err)
+ * __Pyx_ExportVoidPtr before Cython 3.2), known by its signature only. */
+static cp_status add(struct cp_exports *e, const char *name, const char *sig, bool variable, cp_error *err)
 {
 	if (name && cp_exports_find(e, name))
 		return CP_OK;
@@ -52,19 +52,38 @@ static cp_status add(struct cp_exports *e, const char *name, const char *sig, cp
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
 	if (!name)
 		e->v[e->n].name = NULL;
+	e->v[e->n].variable = variable;
 	e->n++;
 	return CP_OK;
 }
 
-/* Whether fn (a function start) is one of the helpers. */
-static bool is_helper(const uint64_t *h, size_t nh, uint64_t fn)
+/* Which of the helpers fn (a function start) is, or -1. */
+static int helper_of(const uint64_t *h, size_t nh, uint64_t fn)
 {
 	size_t i;
 
 	for (i = 0; i < nh; i++)
 		if (h[i] == fn)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
+}
+
+/* Whether the helper whose PyCapsule_New is call i (ending at end) keys
+ * the capsule with a Python string (PyDict_SetItem: __Pyx_ExportVoidPtr
+ * before Cython 3.2) rather than a C string. */
+static bool keys_by_object(const struct walk *w, size_t i, uint64_t end)
+{
+	const struct call *best = NULL;
+	size_t k;
+
+	for (k = 0; k < w->n; k++) {
+		const struct call *c = &w->v[k];
+
+		if (c->name && c->addr > w->v[i].addr && c->addr < end && (!best || c->addr < best->addr) &&
+		    (!strcmp(c->name, "PyDict_SetItem") || !strcmp(c->name, "PyDict_SetItemString")))
+			best = c;
+	}
+	return best && !strcmp(best->name, "PyDict_SetItem");
 }
 
 cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error *err)
@@ -72,6 +91,7 @@ cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error 
 	struct cp_code_visitor v = { NULL, on_call, NULL, NULL };
 	struct walk w = { NULL, 0, 0, false };
 	uint64_t helpers[16];
+	bool helper_var[16];
 	size_t i, nh = 0;
 	cp_status st;
 
@@ -95,24 +115,27 @@ cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error 
 			for (k = i + 1; k < w.n && k < i + 8; k++) {
 				if (w.v[k].name && !strcmp(w.v[k].name, "PyDict_SetItemString") &&
 				    string_arg(img, &w.v[k].arg[1])) {
-					st = add(out, string_arg(img, &w.v[k].arg[1]), sig, err);
+					st = add(out, string_arg(img, &w.v[k].arg[1]), sig, false, err);
 					break;
 				}
 				if (w.v[k].name && !strcmp(w.v[k].name, "PyDict_SetItem")) {
-					st = add(out, NULL, sig, err);
+					st = add(out, NULL, sig, true, err);
 					break;
 				}
 			}
 		} else if (cp_image_function(img, w.v[i].addr, &start, &end) && nh < 16 &&
-			   !is_helper(helpers, nh, start)) {
+			   helper_of(helpers, nh, start) < 0) {
+			helper_var[nh] = keys_by_object(&w, i, end);
 			helpers[nh++] = start;
 		}
 	}
 	for (i = 0; !st && i < w.n; i++) {
 		const char *name = string_arg(img, &w.v[i].arg[0]), *sig = string_arg(img, &w.v[i].arg[2]);
+		int h = w.v[i].target ? helper_of(helpers, nh, w.v[i].target) : -1;
 
-		if (w.v[i].target && is_helper(helpers, nh, w.v[i].target) && sig)
-			st = add(out, name, sig, err);
+		/* a Python string key is an object, not text */
+		if (h >= 0 && sig)
+			st = add(out, helper_var[h] ? NULL : name, sig, helper_var[h], err);
 	}
 	free(w.v);
 	if (st)
@@ -126,11 +149,21 @@ struct blob_ctx {
 	cp_status st;
 };
 
+/* Whether a signature is a function's (Cython's "RET (ARGS)" or
+ * "RET *(ARGS)", then " except ..." or " noexcept" or " nogil") rather than
+ * a variable's type (which may be a pointer to a function: "RET (*)(ARGS)"). */
+static bool function_signature(const char *sig)
+{
+	const char *p = strchr(sig, '(');
+
+	return p && p[1] != '*';
+}
+
 static bool add_pair(void *ctx, const char *sig, const char *name)
 {
 	struct blob_ctx *b = ctx;
 
-	b->st = add(b->out, name, sig, b->err);
+	b->st = add(b->out, name, sig, !function_signature(sig), b->err);
 	return !b->st;
 }
 
@@ -173,4 +206,23 @@ const struct cp_export *cp_exports_find(const struct cp_exports *e, const char *
 		if (e->v[i].name && !strcmp(e->v[i].name, name))
 			return &e->v[i];
 	return NULL;
+}
+
+cp_status cp_exports_of_file(const char *file, const cp_rules *rules, struct cp_exports *out, cp_error *err)
+{
+	cp_image *img = NULL;
+	cp_scan *scan = NULL;
+	cp_error serr = { CP_OK, "" };
+	cp_status st = cp_image_open(file, &img, err);
+
+	if (!st)
+		st = cp_exports_read(img, out, err);
+	/* a provider the scan cannot read has the exports its calls show */
+	if (!st && cp_scan_is_module(img) && cp_scan_run(img, rules, &scan, &serr) == CP_OK) {
+		if (scan->nblobs)
+			st = cp_exports_from_blob(scan, out, err);
+		cp_scan_free(scan);
+	}
+	cp_image_close(img);
+	return st;
 }

@@ -123,25 +123,11 @@ static void fail(struct ctx *c, const char *fmt, const char *a, const char *b, c
  * (12.6.2 to 12.9's cuda.ccuda: `from cuda.bindings.cydriver cimport *`,
  * `__pyx_capi__ = cydriver.__pyx_capi__`) has none of its own and passes
  * on those of its counterpart in the other layout. */
-/* The exports of one provider file: from the calls that make the capsules,
- * and (Cython 3.2+) from the signature constants of its string blob. */
+/* The exports of one provider file (exports.c: the same that `show
+ * --exports` lists). */
 static cp_status read_exports(struct ctx *c, const char *file, struct cp_exports *ex)
 {
-	cp_image *img = NULL;
-	cp_scan *scan = NULL;
-	cp_error serr = { CP_OK, "" };
-	cp_status st = cp_image_open(file, &img, c->err);
-
-	if (!st)
-		st = cp_exports_read(img, ex, c->err);
-	/* a provider the scan cannot read has the exports its calls show */
-	if (!st && cp_scan_is_module(img) && cp_scan_run(img, c->rules, &scan, &serr) == CP_OK) {
-		if (scan->nblobs)
-			st = cp_exports_from_blob(scan, ex, c->err);
-		cp_scan_free(scan);
-	}
-	cp_image_close(img);
-	return st;
+	return cp_exports_of_file(file, c->rules, ex, c->err);
 }
 
 static cp_status provider_exports(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)

@@ -26,7 +26,12 @@ other interpreters (samples/build_pythons.py).
 With --gpu: the rmm-like consumers against cuda-python 12.5.0 and
 12.6.2.post1 for this interpreter (samples/gpu-proof).
 
-usage: build_corpus.py [--small | --gpu] OUTDIR
+With --provider-releases: only the provider-releases/ step (part of every
+full run): every release of cuda-python and cuda-bindings in
+PROVIDER_RELEASES, as cp311 manylinux x86_64 wheels, each unpacked
+(tests/python/test_provider_exports.py).
+
+usage: build_corpus.py [--small | --gpu | --provider-releases] OUTDIR
 """
 
 import concurrent.futures
@@ -85,6 +90,39 @@ NEWEST_BINDINGS = {"12.9": [("cuda-bindings", "12.9.10"), ("cuda-pathfinder", "1
 # The last 12.x line: the cuda-bindings wheel, `cuda` a namespace package.
 CUDA_BINDINGS_129 = [("cuda-bindings", "12.9.4"), ("cuda-pathfinder", "1.3.3")]
 CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
+# Every release of cuda-python and cuda-bindings that PyPI has as a cp311
+# manylinux x86_64 wheel, as listed by PyPI's JSON API on 2026-12-04, for
+# tests/python/test_provider_exports.py (the exports cypatch reads from each
+# provider module against the __pyx_capi__ CPython sees). A fixed list, so a
+# run is reproducible; a new release is added here by hand.
+PROVIDER_RELEASES = [
+    ("cuda-python", v) for v in (
+        "11.8.3", "11.8.5.post1", "12.1.0", "12.2.0", "12.2.1", "12.3.0", "12.4.0", "12.5.0",
+        "12.6.0", "12.6.2.post1")
+] + [
+    ("cuda-bindings", v) for v in (
+        "11.8.6", "11.8.7", "12.8.0", "12.9.0", "12.9.1", "12.9.2", "12.9.3", "12.9.4", "12.9.5",
+        "12.9.6", "12.9.7", "12.9.8", "12.9.9", "12.9.10", "13.0.0", "13.0.1", "13.0.2", "13.0.3",
+        "13.1.0", "13.1.1", "13.2.0", "13.3.0", "13.3.1", "13.4.1", "13.4.2", "13.4.3", "13.4.4",
+        "13.5.0")
+]
+# The releases left out, and why (the same listing).
+PROVIDER_RELEASES_SKIPPED = {
+    "cuda-python 11.8.4": "yanked (https://github.com/NVIDIA/cuda-python/issues/215)",
+    "cuda-python 11.8.5": "yanked (https://github.com/NVIDIA/cuda-python/issues/226)",
+    "cuda-python 12.6.1": "yanked (https://github.com/NVIDIA/cuda-python/issues/215)",
+    "cuda-python 12.6.2": "yanked (https://github.com/NVIDIA/cuda-python/issues/226)",
+    "cuda-python 11.5.0 to 11.8.2, 12.0.0": "no cp311 wheel",
+    "cuda-python 11.8.6, 11.8.7, 12.8.0 to 12.9.10, 13.0.0 to 13.4.4":
+        "a metapackage (one py3-none-any wheel, no extension) that depends on cuda-bindings",
+    "cuda-bindings 13.4.0b1, 13.4.1a0": "pre-releases",
+}
+PROVIDER_PYTHON = "3.11"
+PROVIDER_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
+# what importing the releases' modules needs besides: cuda-bindings 12.9+
+# and 13 import cuda-pathfinder (1.9.1 satisfies all of them), some of
+# 13.x's modules numpy
+PROVIDER_DEPS = [("cuda-pathfinder", "1.9.1"), ("numpy", "2.1.3")]
 
 NAMES = {
     "bindings": {
@@ -153,10 +191,10 @@ def download_wheel(cache, name, version):
     return os.path.join(wheels, sorted(found)[0])
 
 
-def ensure_wheel(cache, name, version, tree=None):
-    """Downloads a wheel for this interpreter and unpacks it (into tree, or
-    a directory of its own); returns both."""
-    wheel = download_wheel(cache, name, version)
+def ensure_wheel(cache, name, version, tree=None, wheel=None):
+    """Downloads a wheel for this interpreter (unless given one) and unpacks
+    it (into tree, or a directory of its own); returns both."""
+    wheel = wheel or download_wheel(cache, name, version)
     norm = name.replace("-", "_")
     tree = tree or os.path.join(cache, "site", "%s-%s" % (norm, version))
     done = os.path.join(tree, ".done-" + norm)
@@ -169,6 +207,48 @@ def ensure_wheel(cache, name, version, tree=None):
                     os.chmod(os.path.join(root, f), 0o755)
         open(done, "w").close()
     return wheel, tree
+
+
+def ensure_provider_releases(cache):
+    """PROVIDER_RELEASES: each wheel downloaded once into
+    provider-releases/wheels and unpacked into a tree of its own; writes
+    provider-releases/manifest.json and returns its path."""
+    top = os.path.join(cache, "provider-releases")
+    wheels = os.path.join(top, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    platforms = [a for p in PROVIDER_PLATFORMS for a in ("--platform", p)]
+    releases = []
+    for name, version in PROVIDER_RELEASES:
+        norm = name.replace("-", "_")
+        prefix = "%s-%s-cp311-" % (norm, version)
+        found = [w for w in os.listdir(wheels) if w.startswith(prefix) and w.endswith(".whl")]
+        if not found:
+            log("downloading %s %s (cp311 manylinux x86_64) from PyPI" % (name, version))
+            pip("download", "--no-deps", "--only-binary=:all:", "--python-version", PROVIDER_PYTHON,
+                *platforms, "-d", wheels, "%s==%s" % (name, version))
+            found = [w for w in os.listdir(wheels) if w.startswith(prefix) and w.endswith(".whl")]
+        if len(found) != 1:
+            raise SystemExit("corpus: expected one cp311 wheel of %s %s, found %r" % (name, version, found))
+        wheel = os.path.join(wheels, found[0])
+        tree = os.path.join(top, "site", "%s-%s" % (norm, version))
+        ensure_wheel(cache, name, version, tree=tree, wheel=wheel)
+        with zipfile.ZipFile(wheel) as z:
+            meta = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+            requires = [l.split(":", 1)[1].strip() for l in z.read(meta[0]).decode().splitlines()
+                        if l.startswith("Requires-Dist:")]
+        releases.append({"name": name, "version": version, "wheel": wheel, "tree": tree,
+                         "size": os.path.getsize(wheel), "requires": requires})
+    deps = os.path.join(top, "site", "deps")
+    for name, version in PROVIDER_DEPS:
+        ensure_wheel(cache, name, version, tree=deps)
+    manifest = {"python": PROVIDER_PYTHON, "releases": releases, "skipped": PROVIDER_RELEASES_SKIPPED,
+                "deps": {"requirements": ["%s==%s" % d for d in PROVIDER_DEPS], "tree": deps}}
+    path = os.path.join(top, "manifest.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(path + ".tmp", path)
+    log("%d provider releases (%d MB of wheels) in %s" % (len(releases), sum(r["size"] for r in releases) >> 20, top))
+    return path
 
 
 FOREIGN = {  # bad-input samples: a real non-Cython extension per machine
@@ -546,6 +626,8 @@ def main(argv):
         return main_small(os.path.abspath(argv[2]))
     if len(argv) == 3 and argv[1] == "--gpu":
         return main_gpu(os.path.abspath(argv[2]))
+    if len(argv) == 3 and argv[1] == "--provider-releases":
+        return ensure_provider_releases(os.path.abspath(argv[2]))
     if len(argv) != 2:
         raise SystemExit(__doc__.strip().splitlines()[-1])
     cache = os.path.abspath(argv[1])
@@ -568,6 +650,7 @@ def main(argv):
     for name, version in CUDA_BINDINGS_129:
         ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
+    provider_releases = ensure_provider_releases(cache)
     real_wheels = {name: download_wheel(cache, name, version) for name, version in REAL_WHEELS}
     real_corpus = [{"name": name, "version": version, "built": built,
                     "wheel": download_wheel(cache, name, version),
@@ -588,7 +671,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "real_wheels": real_wheels, "real_corpus": real_corpus, "newest_bindings": newest, "foreign": foreign, "unmapped": unmapped, "entries": entries})
+        "real_wheels": real_wheels, "real_corpus": real_corpus, "newest_bindings": newest, "provider_releases": provider_releases, "foreign": foreign, "unmapped": unmapped, "entries": entries})
 
 
 if __name__ == "__main__":
