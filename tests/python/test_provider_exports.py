@@ -19,6 +19,29 @@ from build_corpus import PROVIDER_RELEASES  # noqa: E402
 
 TOP = os.path.join(CORPUS, "provider-releases")
 
+# Modules of which cypatch reads no export while CPython sees some (issue
+# 17, open). In 13.5.0's cynvrtc and cycudla (the others not examined) the
+# Cython 3.2+ blob holds an export-signature constant of the same count as
+# the one of an import (cynvrtc: 29 exports, 29 imports from
+# _internal.nvrtc), and scan_blob.c ties both to that import, so
+# cp_exports_from_blob takes the export list for an import's. Release
+# versions (cuda-bindings) -> the modules' names under cuda.bindings. The
+# test fails on any other difference, and on any listed module that is
+# read (then strike it).
+NOT_READ = {}
+for _versions, _modules in {
+    ('12.9.5',): ('_internal.utils', 'cynvjitlink', 'cynvrtc', 'cynvvm'),
+    ('12.9.6', '12.9.7'): ('_internal.utils', 'cynvfatbin', 'cynvjitlink', 'cynvrtc', 'cynvvm'),
+    ('12.9.8', '12.9.9', '12.9.10'): ('_internal.utils', 'cynvfatbin', 'cynvjitlink', 'cynvrtc', 'cynvvm', 'nvfatbin',
+                                      'nvjitlink', 'nvvm'),
+    ('13.1.0', '13.1.1'): ('_internal.utils', 'cynvjitlink', 'cynvrtc', 'cynvvm'),
+    ('13.2.0',): ('_internal.utils', 'cynvfatbin', 'cynvjitlink', 'cynvrtc', 'cynvvm'),
+    ('13.3.0', '13.3.1'): ('_internal.utils', 'cycudla', 'cynvfatbin', 'cynvjitlink', 'cynvrtc', 'cynvvm'),
+    ('13.4.1', '13.4.2', '13.4.3', '13.4.4', '13.5.0'): ('_internal.utils', 'cycudla', 'cynvfatbin', 'cynvjitlink', 'cynvrtc', 'cynvvm', 'nvfatbin', 'nvjitlink', 'nvvm'),
+}.items():
+    for _v in _versions:
+        NOT_READ[_v] = set("cuda.bindings." + m for m in _modules)
+
 # The child: imports every extension module of the tree, and reports, for
 # those with __pyx_capi__, each key, its capsule's name (the signature) and
 # whether the pointer lies in executable memory (a function) or not (a
@@ -144,11 +167,17 @@ def test_provider_exports(name, version):
         if "error" not in v:
             groups.setdefault(v["group"], []).append(mod)
     checked = 0
+    not_read = NOT_READ.get(version, set()) if name == "cuda-bindings" else set()
     for mod, v in sorted(seen.items()):
         if "error" in v:
             continue
         read = reads[mod]
-        owners = [m for m in groups[v["group"]] if reads[m]]
+        if mod in not_read:
+            if read or not v["capi"]:
+                failures.append("%s: listed in NOT_READ, but cypatch reads %d exports and CPython sees %d" % (
+                    mod, len(read), len(v["capi"])))
+            continue
+        owners = [m for m in groups[v["group"]] if reads[m] or m in not_read]
         if not read and len(groups[v["group"]]) > 1 and owners:
             # a trampoline: its own file exports nothing, its __pyx_capi__
             # is the dict of its counterpart in the other layout, which

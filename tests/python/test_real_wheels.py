@@ -96,8 +96,11 @@ def observed(outcomes):
 
 OUTCOMES = r"""
 import importlib, json, sys
-exec(compile(sys.argv[1], "prelude", "exec"), {})
 out = {}
+try:
+    exec(compile(sys.argv[1], "prelude", "exec"), {})
+except BaseException as e:
+    out["prelude"] = "%s: %s" % (type(e).__name__, e)
 for m in sys.argv[2:]:
     try:
         importlib.import_module(m)
