@@ -6,6 +6,7 @@
 #include "error.h"
 #include "exports.h"
 #include "image.h"
+#include "import_time.h"
 #include "rules.h"
 #include "scan.h"
 #include "wheel.h"
@@ -27,6 +28,7 @@ struct ctx {
 	char ext[64];         /* the target interpreter's, or "" when not known */
 	unsigned cuda_major;  /* of the site's cuda-bindings (or cuda-python), or 0 */
 	json_t *failures;
+	json_t *deferred;     /* imports that do not run at import time */
 	cp_error *err;
 };
 
@@ -239,19 +241,68 @@ static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
 	return st;
 }
 
-/* Python-level: `import a.b.c` and `from P import N` of mapped modules. */
-static void check_pyimports(struct ctx *c, const cp_scan *s)
+/* When the imports of r's package run: at import time unless every call
+ * that imports it is known and runs later (import_time.h). */
+static cp_status ref_when(const cp_scan *s, cp_import_time *t, const struct cp_ref *r, enum cp_when *out,
+			  cp_error *err)
+{
+	size_t i, k, n = 0;
+	enum cp_when w, first = CP_WHEN_AT_IMPORT;
+	cp_status st = CP_OK;
+
+	*out = CP_WHEN_AT_IMPORT;
+	if (!r->pyslots_known || !r->npyslots)
+		return CP_OK;
+	for (i = 0; !st && i < s->nimport_calls; i++)
+		for (k = 0; !st && k < r->npyslots; k++) {
+			if (s->import_calls[i].slot != r->pyslots[k])
+				continue;
+			st = cp_import_time_of(t, s->import_calls[i].call, &w, err);
+			if (!st && w == CP_WHEN_AT_IMPORT)
+				return CP_OK;
+			first = n++ ? first : w;
+		}
+	if (!st && n)
+		*out = first;
+	return st;
+}
+
+static void defer(struct ctx *c, const struct cp_ref *r, enum cp_when w)
+{
+	char line[600];
+
+	if (r->kind == CP_K_FROMIMPORT)
+		snprintf(line, sizeof(line), "from %s import %s (%s)", r->package, r->name, cp_when_text(w));
+	else
+		snprintf(line, sizeof(line), "import %s (%s)", r->value, cp_when_text(w));
+	json_array_append_new(c->deferred, json_string(line));
+}
+
+/* Python-level: `import a.b.c` and `from P import N` of mapped modules,
+ * those made at import time; the others are listed as deferred. */
+static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_scan *s)
 {
 	char file[4096], missing[4096], full[1024];
+	cp_import_time *t = NULL;
+	cp_status st = CP_OK;
 	size_t i;
 
-	for (i = 0; i < s->nrefs; i++) {
+	for (i = 0; !st && i < s->nrefs; i++) {
 		const struct cp_ref *r = &s->refs[i];
 		const char *other;
+		enum cp_when w;
 
 		if (!cp_ref_is_live(r) || (r->kind != CP_K_FROMIMPORT && !(r->kind == CP_K_PYIMPORT && r->module &&
 									     cp_rules_module_layout(c->rules, r->value) >= 0)))
 			continue;
+		if (!t && (st = cp_import_time_open(img, s->modname, &t, c->err)) != CP_OK)
+			break;
+		if ((st = ref_when(s, t, r, &w, c->err)) != CP_OK)
+			break;
+		if (w != CP_WHEN_AT_IMPORT) {
+			defer(c, r, w);
+			continue;
+		}
 		if (r->kind == CP_K_PYIMPORT) {
 			other = s->fallback ? cp_rules_map(c->rules, r->value, !r->layout) : NULL;
 			if (resolve(c, r->value, file, sizeof(file), missing, sizeof(missing)) ||
@@ -277,6 +328,8 @@ static void check_pyimports(struct ctx *c, const cp_scan *s)
 		else
 			fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
 	}
+	cp_import_time_close(t);
+	return st;
 }
 
 static uint16_t machine_of(const cp_image *img)
@@ -320,6 +373,7 @@ static cp_status predict_file(struct ctx *c, const char *file, const char *label
 	cp_status st = cp_image_open(file, &img, err);
 
 	c->failures = json_array();
+	c->deferred = json_array();
 	c->suffix = strchr(base ? base + 1 : label, '.');
 	if (!c->suffix)
 		c->suffix = ".so";
@@ -336,14 +390,15 @@ static cp_status predict_file(struct ctx *c, const char *file, const char *label
 		goto done;
 	st = check_cimports(c, scan, bound);
 	if (!st)
-		check_pyimports(c, scan);
+		st = check_pyimports(c, img, scan);
 	if (!st)
-		json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O}", "file", label, "module",
+		json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O, s:O}", "file", label, "module",
 						      scan->modname, "fallback", scan->fallback, "binds", bound,
-						      "failures", c->failures));
+						      "failures", c->failures, "deferred", c->deferred));
 done:
 	json_decref(bound);
 	json_decref(c->failures);
+	json_decref(c->deferred);
 	cp_scan_free(scan);
 	cp_image_close(img);
 	return st;
@@ -452,7 +507,7 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
 		     cp_error *err)
 {
-	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, err };
+	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, NULL, err };
 	json_t *exts = json_array(), *e;
 	size_t n = strlen(path), i;
 	cp_status st;

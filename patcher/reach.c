@@ -6,7 +6,9 @@
  * .text). A state is "the value of register r right before instruction i";
  * its predecessors are the instruction before i, unless that one ends its
  * block (jmp, ret, ud2), and every direct jump to i. A jump to i from
- * outside the function (a .cold part, a tail call), a block nothing is seen
+ * outside the function (a .cold part; a tail call, unless i is the
+ * function's first instruction, which one enters as a call does), a block
+ * nothing is seen
  * to reach (a jump table's target; but padding nops after a return are no
  * path at all), or a write to r other than a load of a RIP-relative
  * address, a constant or a copy of another register makes the answer
@@ -29,8 +31,18 @@ struct insn {
 	uint64_t imm;
 	bool ends;         /* jmp, ret, ud2, hlt: no fallthrough */
 	bool nop;          /* alignment padding, when nothing jumps to it */
+	bool moves_rsp;    /* writes rsp (push, pop, sub rsp, ...) */
+	int8_t spill_src;  /* mov [rsp + spill_disp], r64: r, else -1 */
+	int8_t fill_dst;   /* mov r64, [rsp + fill_disp]: r, else -1 */
+	int32_t spill_disp, fill_disp;
+	bool stack_write;  /* another write to [rsp + stack_disp, + stack_size) */
+	bool stack_lea;    /* lea r, [rsp + stack_disp]: that address is taken */
+	int32_t stack_disp;
+	uint8_t stack_size;
 	uint64_t load_addr;
 };
+
+#define NLOC 32            /* per instruction: 16 registers, then 16 stack slots */
 
 struct cp_reach {
 	const cp_image *img;
@@ -40,7 +52,9 @@ struct cp_reach {
 	uint64_t start, end;  /* the decoded function */
 	struct insn *in;
 	size_t n, cap;
-	uint8_t *seen;        /* n * 16 states */
+	uint8_t *seen;        /* n * NLOC states */
+	int32_t slot_disp[NLOC - 16]; /* the stack slots of the question asked */
+	size_t nslots;
 	size_t *stack;
 	size_t nstack, capstack;
 };
@@ -122,6 +136,42 @@ void cp_reach_close(cp_reach *r)
 	free(r);
 }
 
+/* What an instruction does to [rsp + d]: spills and reloads of a 64-bit
+ * register, other writes, and addresses taken. */
+static void classify_stack(const cs_insn *ci, struct insn *o)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	uint8_t i;
+
+	for (i = 0; i < x->op_count; i++) {
+		const cs_x86_op *op = &x->operands[i];
+
+		if (op->type != X86_OP_MEM || op->mem.base != X86_REG_RSP || op->mem.segment != X86_REG_INVALID)
+			continue;
+		if (op->mem.index != X86_REG_INVALID || op->mem.disp < INT32_MIN || op->mem.disp > INT32_MAX) {
+			o->stack_write = true; /* anywhere in the frame */
+			o->stack_disp = INT32_MIN;
+			continue;
+		}
+		if (ci->id == X86_INS_LEA) {
+			o->stack_lea = true;
+			o->stack_disp = (int32_t)op->mem.disp;
+		} else if (ci->id == X86_INS_MOV && i == 0 && op->size == 8 && x->operands[1].type == X86_OP_REG &&
+			   x->operands[1].size == 8) {
+			o->spill_src = (int8_t)cp_reg64(x->operands[1].reg);
+			o->spill_disp = (int32_t)op->mem.disp;
+		} else if (ci->id == X86_INS_MOV && i == 1 && op->size == 8 && x->operands[0].type == X86_OP_REG &&
+			   x->operands[0].size == 8) {
+			o->fill_dst = (int8_t)cp_reg64(x->operands[0].reg);
+			o->fill_disp = (int32_t)op->mem.disp;
+		} else if (op->access & CS_AC_WRITE) {
+			o->stack_write = true;
+			o->stack_disp = (int32_t)op->mem.disp;
+			o->stack_size = op->size;
+		}
+	}
+}
+
 static void classify(cp_reach *r, const cs_insn *ci, struct insn *o)
 {
 	const cs_x86 *x = &ci->detail->x86;
@@ -130,7 +180,7 @@ static void classify(cp_reach *r, const cs_insn *ci, struct insn *o)
 
 	memset(o, 0, sizeof(*o));
 	o->addr = ci->address;
-	o->load_reg = o->copy_dst = o->copy_src = o->imm_reg = -1;
+	o->load_reg = o->copy_dst = o->copy_src = o->imm_reg = o->spill_src = o->fill_dst = -1;
 	o->nop = ci->id == X86_INS_NOP;
 	o->ends = ci->id == X86_INS_JMP || ci->id == X86_INS_RET || ci->id == X86_INS_UD2 || ci->id == X86_INS_HLT;
 	if (ci->id == X86_INS_CALL) {
@@ -148,6 +198,8 @@ static void classify(cp_reach *r, const cs_insn *ci, struct insn *o)
 		if (k >= 0)
 			o->writes |= (uint16_t)(1u << k);
 	}
+	o->moves_rsp = (o->writes >> cp_reg64(X86_REG_RSP)) & 1;
+	classify_stack(ci, o);
 	if (x->op_count == 2 && x->operands[0].type == X86_OP_REG && x->operands[0].size >= 4 &&
 	    ((ci->id == X86_INS_MOV && x->operands[1].type == X86_OP_IMM) ||
 	     (ci->id == X86_INS_XOR && x->operands[1].type == X86_OP_REG && x->operands[1].reg == x->operands[0].reg))) {
@@ -197,6 +249,8 @@ static cp_status decode(cp_reach *r, uint64_t start, uint64_t end, cp_error *err
 			r->in[r->n].addr = addr;
 			r->in[r->n].writes = 0xffff;
 			r->in[r->n].load_reg = r->in[r->n].copy_dst = r->in[r->n].copy_src = r->in[r->n].imm_reg = -1;
+			r->in[r->n].spill_src = r->in[r->n].fill_dst = -1;
+			r->in[r->n].moves_rsp = true;
 			r->in[r->n++].ends = true;
 			code++;
 			size--;
@@ -206,7 +260,7 @@ static cp_status decode(cp_reach *r, uint64_t start, uint64_t end, cp_error *err
 		classify(r, r->dis.insn, &r->in[r->n++]);
 	}
 	free(r->seen);
-	r->seen = malloc(r->n ? r->n * 16 : 1);
+	r->seen = malloc(r->n ? r->n * NLOC : 1);
 	if (!r->seen)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
 	r->start = start;
@@ -244,7 +298,7 @@ static bool merge(struct cp_reach_val *acc, bool *any, enum cp_reach_kind k, uin
 
 static bool push(cp_reach *r, size_t idx, int reg)
 {
-	size_t s = idx * 16 + (size_t)reg;
+	size_t s = idx * NLOC + (size_t)reg;
 
 	if (r->seen[s])
 		return true;
@@ -274,6 +328,43 @@ static size_t jumps_to(const cp_reach *r, uint64_t addr, size_t *first)
 	return n;
 }
 
+/* The location (16 + i) of stack slot [rsp + d] in this question, or -1
+ * when its address is taken somewhere in the function (a call may write
+ * it then) or the question has too many slots. */
+static int slot_of(cp_reach *r, int32_t d)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++)
+		if (r->slot_disp[i] == d)
+			return (int)(16 + i);
+	for (i = 0; i < r->n; i++)
+		if (r->in[i].stack_lea && r->in[i].stack_disp <= d && (int64_t)d - r->in[i].stack_disp < 64)
+			return -1;
+	if (r->nslots == NLOC - 16)
+		return -1;
+	r->slot_disp[r->nslots] = d;
+	return (int)(16 + r->nslots++);
+}
+
+/* The stack slot loc (16 + i) right before instruction p + 1. */
+static bool step_slot(cp_reach *r, size_t idx, int loc)
+{
+	const struct insn *p = &r->in[idx - 1];
+	int32_t d = r->slot_disp[loc - 16];
+
+	if (p->moves_rsp)
+		return false;
+	if (p->spill_src >= 0 && p->spill_disp == d)
+		return push(r, idx - 1, p->spill_src);
+	if (p->stack_write && (p->stack_disp == INT32_MIN ||
+			       ((int64_t)p->stack_disp < (int64_t)d + 8 && (int64_t)d < (int64_t)p->stack_disp + p->stack_size)))
+		return false;
+	if (p->spill_src >= 0 && p->spill_disp < d + 8 && d < p->spill_disp + 8)
+		return false; /* a spill that overlaps it */
+	return push(r, idx - 1, loc);
+}
+
 /* One state's predecessors; false when the answer is unknown. */
 static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, bool *any)
 {
@@ -285,6 +376,8 @@ static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, boo
 	for (k = first; k < first + nj; k++) {
 		long j = r->jumps[k].from >= r->start && r->jumps[k].from < r->end ? index_of(r, r->jumps[k].from) : -1;
 
+		if (j < 0 && idx == 0 && reg < 16)
+			continue; /* a tail call: it enters with its arguments as a call does */
 		if (j < 0)
 			return false; /* from outside the function */
 		if (!push(r, (size_t)j, reg))
@@ -298,8 +391,11 @@ static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, boo
 	}
 	if (r->in[idx - 1].ends)
 		return reached || r->in[idx].nop; /* padding after a return: no path */
+	if (reg >= 16)
+		return step_slot(r, idx, reg);
 	{
 		const struct insn *p = &r->in[idx - 1];
+		int sl;
 
 		if (!(p->writes >> reg & 1))
 			return push(r, idx - 1, reg);
@@ -309,6 +405,8 @@ static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, boo
 			return merge(acc, any, CP_REACH_IMM, p->imm);
 		if (p->copy_dst == reg && p->copy_src >= 0)
 			return push(r, idx - 1, p->copy_src);
+		if (p->fill_dst == reg && (sl = slot_of(r, p->fill_disp)) >= 0)
+			return push(r, idx - 1, sl);
 		return false;
 	}
 }
@@ -331,13 +429,14 @@ cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val 
 		return st;
 	if ((i = index_of(r, at)) < 0)
 		return CP_OK;
-	memset(r->seen, 0, r->n * 16);
+	memset(r->seen, 0, r->n * NLOC);
+	r->nslots = 0;
 	r->nstack = 0;
 	ok = push(r, (size_t)i, reg);
 	while (ok && r->nstack) {
 		size_t s = r->stack[--r->nstack];
 
-		ok = ++states < MAX_STATES && step(r, s / 16, (int)(s % 16), &acc, &any);
+		ok = ++states < MAX_STATES && step(r, s / NLOC, (int)(s % NLOC), &acc, &any);
 	}
 	if (ok && any)
 		*out = acc;

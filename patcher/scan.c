@@ -365,6 +365,7 @@ void cp_scan_free(cp_scan *s)
 		free(r->signature);
 		free(r->class_name);
 		free(r->package);
+		free(r->pyslots);
 		free(r->sites);
 	}
 	for (i = 0; i < s->nblobs; i++) {
@@ -386,6 +387,7 @@ void cp_scan_free(cp_scan *s)
 		free(s->not_imported[i]);
 	free(s->not_imported);
 	free(s->import_slots);
+	free(s->import_calls);
 	free(s->refs);
 	free(s->blobs);
 	free(s->strs);

@@ -67,6 +67,18 @@ struct cp_ref {
 	/* type imports */
 	char *class_name;
 	int64_t size;       /* -1 when not recovered */
+	/* Python-level imports (pyimport, fromimport): the slots the module's
+	 * imports load the package's name from (scan_names.c); pyslots_known
+	 * is false when they cannot be told */
+	uint64_t *pyslots;
+	size_t npyslots;
+	bool pyslots_known;
+};
+
+/* An absolute Python-level import: the call that makes it, and the slot
+ * the module's name is loaded from (scan_pyimports.c). */
+struct cp_import_call {
+	uint64_t call, slot;
 };
 
 /* One entry of a blob's length index. */
@@ -163,6 +175,8 @@ struct cp_scan {
 	 * import_names_unknown says why they are not all known, or "" */
 	uint64_t *import_slots;
 	size_t nimport_slots, capimport_slots;
+	struct cp_import_call *import_calls;
+	size_t nimport_calls, capimport_calls;
 	char **not_imported;     /* packages of name pairs shown not imported */
 	size_t nnot_imported;
 	char import_names_unknown[128];

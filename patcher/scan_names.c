@@ -392,6 +392,14 @@ static bool indexed_may_import(const cp_scan *s, struct names *ns, long index)
 	return !found;
 }
 
+static void read_imports(cp_scan *s, struct names *ns)
+{
+	if (!ns->imports_read) {
+		ns->imports_read = true;
+		ns->st = cp_scan_import_names(s, ns->err);
+	}
+}
+
 /*
  * Whether the module may import P by a Python-level import: no import at
  * all passes a name by slot, or the slot of every string object "P" is
@@ -403,12 +411,10 @@ static bool may_import(cp_scan *s, struct names *ns, struct code_frames *cf, con
 {
 	size_t i;
 
-	if (!ns->imports_read) {
-		/* read only when a pair of names needs it: a code walk or two */
-		ns->imports_read = true;
-		if ((ns->st = cp_scan_import_names(s, ns->err)) != CP_OK)
-			return true;
-	}
+	/* read only when a pair of names needs it: a code walk or two */
+	read_imports(s, ns);
+	if (ns->st)
+		return true;
 	if (s->import_names_unknown[0] || cp_scan_imports_cstring(s, p->value, p->len))
 		return true;
 	if (!s->nimport_slots)
@@ -424,6 +430,86 @@ static bool may_import(cp_scan *s, struct names *ns, struct code_frames *cf, con
 			return true;
 	}
 	return false;
+}
+
+static bool add_pyslot(struct cp_ref *r, uint64_t slot)
+{
+	size_t i;
+	uint64_t *v;
+
+	for (i = 0; i < r->npyslots; i++)
+		if (r->pyslots[i] == slot)
+			return true;
+	v = realloc(r->pyslots, (r->npyslots + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	r->pyslots = v;
+	r->pyslots[r->npyslots++] = slot;
+	return true;
+}
+
+/* 3.1 and 3.2+: the import slots string `index` may be at, from the bases
+ * that put every import's slot on a dotted name (as indexed_may_import
+ * chooses them); false when no base does. */
+static bool indexed_slots(const cp_scan *s, struct names *ns, long index, struct cp_ref *r, bool *oom)
+{
+	bool found = false, hit;
+	size_t k;
+
+	if (index < 0 || (size_t)index >= ns->nidx)
+		return false;
+	if (code_base_decides(s, ns, index, &hit)) {
+		for (k = 0; k < ns->nbases; k++)
+			if (base_explains(s, ns, ns->bases[k]) &&
+			    cp_scan_is_import_slot(s, ns->bases[k] + 8 * (uint64_t)index))
+				*oom = *oom || !add_pyslot(r, ns->bases[k] + 8 * (uint64_t)index);
+		return true;
+	}
+	for (k = 0; k < ns->nidx; k++) {
+		uint64_t base, sl0 = s->import_slots[0];
+
+		if (sl0 < 8 * k || !cp_is_dotted_name(ns->idx[k].v, ns->idx[k].len))
+			continue;
+		base = sl0 - 8 * k;
+		if (!base_explains(s, ns, base))
+			continue;
+		found = true;
+		if (cp_scan_is_import_slot(s, base + 8 * (uint64_t)index))
+			*oom = *oom || !add_pyslot(r, base + 8 * (uint64_t)index);
+	}
+	return found;
+}
+
+/* The slots the module's imports load the package of a Python-level
+ * import reference from: every string object with its text whose slot is
+ * known, among the slots imports load (r->pyslots_known stays false when
+ * some slot or some import's name cannot be told). */
+static cp_status ref_pyslots(cp_scan *s, struct names *ns, struct code_frames *cf, struct cp_ref *r,
+			     cp_error *err)
+{
+	const char *v = r->kind == CP_K_FROMIMPORT ? r->package : r->value;
+	size_t i, len = strlen(v);
+	bool oom = false, known = true;
+
+	read_imports(s, ns);
+	if (ns->st || s->import_names_unknown[0] || cp_scan_imports_cstring(s, v, len) || !s->nimport_slots)
+		return ns->st;
+	for (i = 0; known && i < ns->n; i++) {
+		struct pyname *q = &ns->v[i];
+
+		if (q->len != len || memcmp(q->value, v, len))
+			continue;
+		if (!q->slot && s->cy_major == 3 && s->cy_minor == 0 && q->site.kind == CP_SITE_CODE)
+			q->slot = code_slot(s, cf, q->site.addr, q->loc.vaddr);
+		if (q->slot && cp_scan_is_import_slot(s, q->slot))
+			oom = oom || !add_pyslot(r, q->slot);
+		else if (!q->slot)
+			known = indexed_slots(s, ns, q->index, r, &oom);
+	}
+	if (oom)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	r->pyslots_known = known;
+	return CP_OK;
 }
 
 static cp_status not_imported(cp_scan *s, const struct pyname *p, cp_error *err)
@@ -513,6 +599,9 @@ cp_status cp_scan_from_imports(cp_scan *s, cp_error *err)
 			for (k = 0; !st && k < 2; k++)
 				st = report(s, &ns, &cf, s->rules->mod[i].name[k], s->rules->mod[i].layout[k],
 					    pass == 1, err);
+	for (i = 0; !st && i < s->nrefs; i++)
+		if (s->refs[i].kind == CP_K_FROMIMPORT || (s->refs[i].kind == CP_K_PYIMPORT && s->refs[i].module))
+			st = ref_pyslots(s, &ns, &cf, &s->refs[i], err);
 	if (cf.have)
 		cp_frame_free(&cf.f);
 	free(ns.v);

@@ -120,17 +120,34 @@ static cp_status value_at(struct pass *p, uint64_t call, int reg, const struct c
 	return cp_reach_value(p->reach, call, reg, out, err);
 }
 
+static void add_call(struct pass *p, uint64_t call, uint64_t slot)
+{
+	cp_scan *s = p->s;
+	size_t i;
+
+	for (i = 0; i < s->nimport_calls; i++)
+		if (s->import_calls[i].call == call && s->import_calls[i].slot == slot)
+			return;
+
+	if (CP_GROW(s->import_calls, s->capimport_calls, s->nimport_calls + 1)) {
+		p->oom = true;
+		return;
+	}
+	s->import_calls[s->nimport_calls].call = call;
+	s->import_calls[s->nimport_calls++].slot = slot;
+}
+
 /* An import named from `name`: its slot is one an absolute import loads,
  * unless the level is known to be relative (`from .cuda import X`, which
  * passes "cuda" with level 1). */
 static void named(struct pass *p, uint64_t call, const struct cp_reach_val *name, int64_t level)
 {
-	if (name->kind != CP_REACH_SLOT)
+	if (name->kind != CP_REACH_SLOT) {
 		unknown(p->s, call, "an import whose module name was not followed");
-	else if (level != 0 && level != -1)
-		return;
-	else
+	} else if (level == 0 || level == -1) {
 		add_slot(p, name->v);
+		add_call(p, call, name->v);
+	}
 }
 
 static int64_t level_of(const struct cp_reach_val *v)
@@ -197,23 +214,33 @@ static const struct forwarder *forwarder_at(const struct pass *p, uint64_t addr)
 	return NULL;
 }
 
+/* A call of fw at addr (or a tail jump to it), with the walk's values of
+ * the argument registers when it has them (arg, or NULL). */
+static void fw_called(struct callers *cs, const struct forwarder *fw, uint64_t addr, const struct cp_val *arg)
+{
+	struct cp_reach_val name, level;
+	int64_t lv = fw->level;
+
+	cs->st = value_at(cs->p, addr, cp_arg_regs[fw->name_arg], arg ? &arg[fw->name_arg] : NULL, &name, cs->err);
+	if (!cs->st && fw->level_arg >= 0) {
+		cs->st = value_at(cs->p, addr, cp_arg_regs[fw->level_arg], arg ? &arg[fw->level_arg] : NULL, &level,
+				  cs->err);
+		lv = level_of(&level);
+	}
+	if (!cs->st && name.kind == CP_REACH_ARG)
+		cs->st = add_forwarder(cs->p, addr, (int)name.v, fw->level_arg >= 0 ? &level : &(struct cp_reach_val){
+			CP_REACH_IMM, (uint64_t)fw->level });
+	else if (!cs->st)
+		named(cs->p, addr, &name, lv);
+}
+
 static void on_fw_call(void *ctx, const struct cp_call *c)
 {
 	struct callers *cs = ctx;
 	const struct forwarder *fw = forwarder_at(cs->p, c->target);
 
-	struct cp_reach_val name, level;
-	int64_t lv = fw ? fw->level : -1;
-
-	if (!fw || cs->st)
-		return;
-	cs->st = value_at(cs->p, c->addr, cp_arg_regs[fw->name_arg], &c->arg[fw->name_arg], &name, cs->err);
-	if (!cs->st && fw->level_arg >= 0) {
-		cs->st = value_at(cs->p, c->addr, cp_arg_regs[fw->level_arg], &c->arg[fw->level_arg], &level, cs->err);
-		lv = level_of(&level);
-	}
-	if (!cs->st)
-		named(cs->p, c->addr, &name, lv);
+	if (fw && !cs->st)
+		fw_called(cs, fw, c->addr, c->arg);
 }
 
 static void on_fw_ref(void *ctx, const struct cp_code_ref *r)
@@ -224,11 +251,20 @@ static void on_fw_ref(void *ctx, const struct cp_code_ref *r)
 		unknown(cs->p->s, r->addr, "the address of a function that imports taken");
 }
 
+/* A jump to a forwarder's first instruction is a tail call, whose
+ * arguments are in their registers at the jump (__Pyx_ImportDottedModule
+ * ends in `jmp __Pyx_Import`). */
 static void on_fw_jump(void *ctx, uint64_t addr, uint64_t target)
 {
 	struct callers *cs = ctx;
+	const struct forwarder *fw = forwarder_at(cs->p, target);
+	uint64_t start, end;
 
-	if (forwarder_at(cs->p, target))
+	if (!fw || cs->st)
+		return;
+	if (cp_image_function(cs->p->s->img, addr, &start, &end) && start != target)
+		fw_called(cs, fw, addr, NULL);
+	else
 		unknown(cs->p->s, addr, "a jump into a function that imports");
 }
 
@@ -236,7 +272,8 @@ cp_status cp_scan_import_names(cp_scan *s, cp_error *err)
 {
 	struct pass p;
 	cp_status st = CP_OK;
-	size_t i;
+	size_t i, seen = 0;
+	int round;
 
 	memset(&p, 0, sizeof(p));
 	p.s = s;
@@ -252,10 +289,17 @@ cp_status cp_scan_import_names(cp_scan *s, cp_error *err)
 		else
 			st = entry_call(&p, &s->calls[i], entries[e].has_level, err);
 	}
-	if (!st && p.nfw && !s->import_names_unknown[0]) {
+	/* forwarders' callers, until no new forwarder (a function passing its
+	 * argument on to one, as __Pyx_ImportDottedModule does) turns up */
+	for (round = 0; !st && p.nfw > seen && !s->import_names_unknown[0]; round++) {
 		struct callers cs = { &p, err, CP_OK };
 		struct cp_code_visitor v = { on_fw_ref, on_fw_call, &cs, on_fw_jump };
 
+		if (round == 4) {
+			unknown(s, 0, "imports passed on through more than four functions");
+			break;
+		}
+		seen = p.nfw;
 		st = cp_code_walk(s->img, 0, 0, &v, err);
 		if (!st)
 			st = cs.st;

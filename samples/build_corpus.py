@@ -504,11 +504,21 @@ def shared_jobs(cache, sites, cy, layout, shared_dir):
                     cython_args=["--shared=" + SHARED_NAME]))
 
 
+def deferred_job(cache, sites, cy, layout):
+    """The consumer whose Python-level imports do not run at import time."""
+    src = substitute(open(os.path.join(HERE, "consumers", "deferred.pyx.in")).read(), layout)
+    return ({"id": "%s/%s/deferred" % (cy, layout), "kind": "deferred", "cython": cy, "layout": layout,
+             "module": "deferred", "provider_site": sites[layout]},
+            dict(out_dir=os.path.join(cache, "consumers", cy, layout), name="deferred", source=src, cython=cy,
+                 includes=[sites[layout]]))
+
+
 def jobs(cache, sites, cuda_trees):
     """Every consumer to build: (id, kwargs for build_ext, metadata)."""
     for cy in CYTHONS:
         for layout in ("bindings", "legacy"):
             yield from consumer_jobs(cache, sites, cy, layout)
+            yield deferred_job(cache, sites, cy, layout)
             # Cython 3.2+ blobs in the other compressions the C supports: 3.2
             # has zlib (its default) and bz2; 3.3 has LZSS (its default) and
             # zlib; zstd needs Cython running on Python 3.14 (not here).

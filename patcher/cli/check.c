@@ -46,6 +46,8 @@ static void print_text(const json_t *r)
 			printf("  skipped: %s\n", json_string_value(json_object_get(e, "skipped")));
 		json_array_foreach(json_object_get(e, "failures"), j, f)
 			printf("  would fail: %s\n", json_string_value(f));
+		json_array_foreach(json_object_get(e, "deferred"), j, f)
+			printf("  deferred: %s\n", json_string_value(f));
 	}
 	printf("%s\n", json_is_true(json_object_get(r, "ok")) ? "binds" : "FAILS");
 }

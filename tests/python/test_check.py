@@ -22,6 +22,8 @@ ENVS = {
     "corpus": {"bindings": MANIFEST["providers"]["bindings"], "legacy": MANIFEST["providers"]["legacy"],
                "bindings, no cuDeviceGetCount": MANIFEST["providers"]["bindings-partial"]},
     "shared": {"bindings": MANIFEST["providers"]["bindings"], "legacy": MANIFEST["providers"]["legacy"]},
+    # Python-level imports that do not run at import time (issue 17 case 3)
+    "deferred": {"bindings": MANIFEST["providers"]["bindings"], "legacy": MANIFEST["providers"]["legacy"]},
     "realcuda": {"cuda-python 12.5.0": MANIFEST["cuda_python"]["legacy"]["tree"],
                  "cuda-python 12.6.2.post1": MANIFEST["cuda_python"]["bindings"]["tree"],
                  "cuda-bindings 12.9.4": MANIFEST["cuda_bindings_129"]["tree"],
