@@ -254,7 +254,7 @@ cp_status cp_scan_import_names(cp_scan *s, cp_error *err)
 	}
 	if (!st && p.nfw && !s->import_names_unknown[0]) {
 		struct callers cs = { &p, err, CP_OK };
-		struct cp_code_visitor v = { on_fw_ref, on_fw_call, &cs, on_fw_jump };
+		struct cp_code_visitor v = { on_fw_ref, on_fw_call, &cs, on_fw_jump, NULL };
 
 		st = cp_code_walk(s->img, 0, 0, &v, err);
 		if (!st)
