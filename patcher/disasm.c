@@ -333,10 +333,14 @@ static void step(struct walk *w, csh h, const cs_insn *in)
 		w->v->on_jump(w->v->ctx, in->address, (uint64_t)in->detail->x86.operands[0].imm);
 	if (in->id == X86_INS_JMP) {
 		on_jmp(w, in);
+		if (w->v->on_end)
+			w->v->on_end(w->v->ctx, in->address);
 		return;
 	}
 	if (in->id == X86_INS_RET || in->id == X86_INS_UD2 || in->id == X86_INS_HLT) {
 		end_block(w);
+		if (w->v->on_end)
+			w->v->on_end(w->v->ctx, in->address);
 		return;
 	}
 	if (track_move(w, in, has_rip, target) || track_zero(w, in))

@@ -51,6 +51,9 @@ struct cp_code_visitor {
 	void *ctx;
 	/* optional: every jmp or jcc to a known address */
 	void (*on_jump)(void *ctx, uint64_t addr, uint64_t target);
+	/* optional: every instruction after which execution does not fall
+	 * through (jmp, ret, ud2, hlt) */
+	void (*on_end)(void *ctx, uint64_t addr);
 };
 
 /* A capstone handle with detail on, for x86-64. */

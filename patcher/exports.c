@@ -88,7 +88,7 @@ static bool keys_by_object(const struct walk *w, size_t i, uint64_t end)
 
 cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error *err)
 {
-	struct cp_code_visitor v = { NULL, on_call, NULL, NULL };
+	struct cp_code_visitor v = { NULL, on_call, NULL, NULL, NULL };
 	struct walk w = { NULL, 0, 0, false };
 	uint64_t helpers[16];
 	bool helper_var[16];
@@ -178,7 +178,13 @@ cp_status cp_exports_from_blob(const struct cp_scan *scan, struct cp_exports *ou
 		for (k = 0; !b.st && k < bl->nentries; k++) {
 			const struct cp_blob_entry *e = &bl->entry[k];
 
-			/* an import's constant is read right after its import */
+			/* an import's constant is read right after its import; one
+			 * the scan cannot tell from another import's could be the
+			 * export list or not, and neither guess is safe for check */
+			if (e->is_bytes && e->import_unsure)
+				return cp_fail(err, CP_E_INPUT, "%s: blob entry %zu is an import-signature constant "
+					       "that may list the module's exports or an import's; which is not known",
+					       scan->path, k);
 			if (e->is_bytes && !e->import_call)
 				cp_blob_sigconst_pairs(bl->data + e->offset, e->length, add_pair, &b);
 		}

@@ -89,7 +89,7 @@ static void on_jump(void *ctx, uint64_t from, uint64_t to)
 cp_status cp_reach_jumps(const cp_image *img, struct cp_jump **out, size_t *n, cp_error *err)
 {
 	struct jumps_ctx c = { NULL, 0, 0, false };
-	struct cp_code_visitor v = { NULL, NULL, &c, on_jump };
+	struct cp_code_visitor v = { NULL, NULL, &c, on_jump, NULL };
 	cp_status st = cp_code_walk(img, 0, 0, &v, err);
 
 	if (!st && c.oom)

@@ -91,6 +91,7 @@ struct cp_blob_entry {
 	uint64_t ptr_insn;  /* folded: the instruction that points at the entry's data */
 	uint64_t call_insn; /* folded: the call that reads it */
 	uint64_t import_call; /* import-signature constants: their module's PyImport_ImportModule call */
+	bool import_unsure;   /* loaded after an import, as another constant is, and which is its is not known */
 };
 
 struct cp_blob {
@@ -137,6 +138,7 @@ struct cp_scan_call {
 /* A load of a writable, non-GOT address: what it reads, and where. */
 struct cp_block_load {
 	uint64_t target, at;
+	bool clean;    /* reached from the import with no call, jmp or ret between (scan_code.c) */
 };
 
 struct cp_import_block {

@@ -812,7 +812,7 @@ bool cp_blob_sigconst_pairs(const uint8_t *d, uint64_t len,
 }
 
 /* The load the walk met first after the block's import (nearest after
- * its call), or NULL. */
+ * its call), when it falls through from the import to it; else NULL. */
 static const struct cp_block_load *first_load(const struct cp_import_block *b)
 {
 	const struct cp_block_load *first = NULL;
@@ -821,67 +821,113 @@ static const struct cp_block_load *first_load(const struct cp_import_block *b)
 	for (j = 0; j < b->nloads; j++)
 		if (b->loads[j].at > b->call && (!first || b->loads[j].at < first->at))
 			first = &b->loads[j];
-	return first;
+	return first && first->clean ? first : NULL;
 }
 
 /*
  * Cython 3.2+ loads the constant from the module's string table right after
- * importing the provider: string_tab + 8 * entry. A block holds every load
- * the walk met after its import, which can run on into code after later
- * imports; so the block of an entry is the one whose first load reads it,
- * else, of the blocks that load it, the one whose import comes nearest
- * before the load (limited-API builds import "types" just before, and load
- * other slots of the table later).
+ * importing the provider: string_tab + 8 * entry. One import has one
+ * constant. A block holds every load the walk met after its import, which
+ * can run on into code after later imports, and into code laid out after
+ * the import that runs elsewhere (GCC puts a provider's export function,
+ * which loads the module's own export-list constant, after the import
+ * code). So a constant is tied to the block whose first load reads it;
+ * a constant no first load reads is only loosely the block's whose import
+ * comes nearest before a load of it (limited-API builds import "types" just
+ * before, and load other slots of the table later), among the blocks whose
+ * first load reads no other constant: that block's constant is known. When
+ * two loose constants would go to one block, which is its constant is not
+ * known from the code as walked, and neither is given it (unsure).
  */
+struct tie {
+	const struct cp_import_block *blk; /* NULL: no import's, or unsure */
+	bool first;                        /* blk's first load reads it */
+	bool unsure;                       /* an import's, but which is not known */
+};
+
 static bool decompressor_import(const cp_scan *s, const struct cp_import_block *b);
 
-static const struct cp_import_block *block_of(const cp_scan *s, uint64_t base, size_t entry)
+/* Whether block b's first load reads the slot of one of the constants. */
+static bool owned(const struct cp_import_block *b, uint64_t base, const struct sigconst *c, size_t nc)
 {
-	const struct cp_import_block *best = NULL;
-	uint64_t best_gap = UINT64_MAX, want = base + 8 * entry;
-	size_t i, j;
+	const struct cp_block_load *f = first_load(b);
+	size_t m;
+
+	for (m = 0; f && m < nc; m++)
+		if (f->target == base + 8 * c[m].entry)
+			return true;
+	return false;
+}
+
+static const struct cp_import_block *first_reader(const cp_scan *s, uint64_t want)
+{
+	size_t i;
 
 	for (i = 0; i < s->nblocks; i++) {
 		const struct cp_block_load *f = first_load(&s->blocks[i]);
 
-		if (decompressor_import(s, &s->blocks[i]))
-			continue;
-		if (f && f->target == want)
+		if (!decompressor_import(s, &s->blocks[i]) && f && f->target == want)
 			return &s->blocks[i];
 	}
-	for (i = 0; i < s->nblocks; i++)
-		for (j = 0; j < s->blocks[i].nloads && !decompressor_import(s, &s->blocks[i]); j++) {
-			const struct cp_block_load *l = &s->blocks[i].loads[j];
-			uint64_t gap = l->at > s->blocks[i].call ? l->at - s->blocks[i].call : UINT64_MAX - 1;
+	return NULL;
+}
 
-			if (l->target == want && gap < best_gap) {
-				best = &s->blocks[i];
+static const struct cp_import_block *nearest_reader(const cp_scan *s, uint64_t base, const struct sigconst *c,
+						    size_t nc, uint64_t want)
+{
+	const struct cp_import_block *best = NULL;
+	uint64_t best_gap = UINT64_MAX;
+	size_t i, j;
+
+	for (i = 0; i < s->nblocks; i++) {
+		const struct cp_import_block *b = &s->blocks[i];
+
+		if (decompressor_import(s, b) || owned(b, base, c, nc))
+			continue;
+		for (j = 0; j < b->nloads; j++) {
+			const struct cp_block_load *l = &b->loads[j];
+			uint64_t gap = l->at > b->call ? l->at - b->call : UINT64_MAX - 1;
+
+			if (l->clean && l->target == want && gap < best_gap) {
+				best = b;
 				best_gap = gap;
 			}
 		}
+	}
 	return best;
 }
 
-/* Whether the constant is tied to blk by the load right after its import. */
-static bool tied(uint64_t base, const struct sigconst *c, const struct cp_import_block *blk)
+/* The tie of every constant (t: nc of them) for a string table at base. */
+static void tie_all(const cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc, struct tie *t)
 {
-	const struct cp_block_load *f = blk ? first_load(blk) : NULL;
+	size_t m, j;
 
-	return f && f->target == base + 8 * c->entry;
+	for (m = 0; m < nc; m++) {
+		t[m].blk = first_reader(s, base + 8 * c[m].entry);
+		t[m].first = t[m].blk != NULL;
+		t[m].unsure = false;
+		if (!t[m].blk)
+			t[m].blk = nearest_reader(s, base, c, nc, base + 8 * c[m].entry);
+	}
+	for (m = 0; m < nc; m++)
+		for (j = m + 1; j < nc; j++)
+			if (t[m].blk && !t[m].first && !t[j].first && t[j].blk == t[m].blk)
+				t[m].unsure = t[j].unsure = true;
+	for (m = 0; m < nc; m++)
+		if (t[m].unsure)
+			t[m].blk = NULL;
 }
 
 /* How well a table address fits: constants whose slot is the first load
  * after an import count before those some later load reads. */
-static size_t fit(const cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc)
+static size_t fit(const cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc, struct tie *t)
 {
 	size_t score = 0, m;
 
-	for (m = 0; m < nc; m++) {
-		const struct cp_import_block *b = block_of(s, base, c[m].entry);
-
-		if (b)
-			score += tied(base, &c[m], b) ? nc + 1 : 1;
-	}
+	tie_all(s, base, c, nc, t);
+	for (m = 0; m < nc; m++)
+		if (t[m].blk)
+			score += t[m].first ? nc + 1 : 1;
 	return score;
 }
 
@@ -933,7 +979,7 @@ static bool decoder_takes(const cp_scan *s, const struct cp_blob *b, uint64_t ba
  * import), and the base that maps the variable-export constant onto the
  * first load after the inlined `import zlib` scored as much as the table's. */
 static uint64_t solve_table_base(const cp_scan *s, const struct cp_blob *b,
-				 const struct sigconst *c, size_t nc)
+				 const struct sigconst *c, size_t nc, struct tie *t)
 {
 	uint64_t best = 0;
 	size_t bestscore = 0, i, j, k;
@@ -943,7 +989,7 @@ static uint64_t solve_table_base(const cp_scan *s, const struct cp_blob *b,
 		for (j = 0; j < s->blocks[i].nloads && !decompressor_import(s, &s->blocks[i]); j++)
 			for (k = 0; k < nc; k++) {
 				uint64_t base = s->blocks[i].loads[j].target - 8 * c[k].entry;
-				size_t score = fit(s, base, c, nc);
+				size_t score = fit(s, base, c, nc, t);
 				bool taken;
 
 				if (!score || (best_taken && score <= bestscore) || base == best)
@@ -976,21 +1022,21 @@ static void note_shared_import(cp_scan *s, const struct sigconst *c, const struc
  * from which module is then a guess (module state reads the string table
  * through a register), and the scan says it cannot vouch for them.
  */
-static cp_status check_ties(cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc, cp_error *err)
+static cp_status check_ties(cp_scan *s, const struct tie *t, size_t nc, cp_error *err)
 {
 	size_t i, k;
 	bool loose = false;
 	const char *mm;
 
 	for (k = 0; k < nc && !loose; k++)
-		loose = !tied(base, &c[k], block_of(s, base, c[k].entry));
+		loose = !t[k].first;
 	for (i = 0; loose && i < s->nblocks && !s->incomplete[0]; i++) {
 		bool has = false;
 
 		if (!s->blocks[i].module || cp_scan_name_layout(s, s->blocks[i].module, &mm) < 0)
 			continue;
 		for (k = 0; k < nc && !has; k++)
-			has = block_of(s, base, c[k].entry) == &s->blocks[i] && tied(base, &c[k], &s->blocks[i]);
+			has = t[k].blk == &s->blocks[i] && t[k].first;
 		if (has)
 			continue;
 		snprintf(s->incomplete, sizeof(s->incomplete), "no import-signature constant is read right after "
@@ -1073,9 +1119,10 @@ static cp_status pointer_slots(cp_scan *s, const struct cp_import_block *blk, si
 	return CP_OK;
 }
 
-static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
-			       const struct cp_import_block *blk, cp_error *err)
+static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c, const struct tie *t,
+			       cp_error *err)
 {
+	const struct cp_import_block *blk = t->blk;
 	struct cp_blob *b = &s->blobs[bi];
 	struct cp_blob_entry *e = &b->entry[c->entry];
 	size_t half = c->npiece / 2, k;
@@ -1091,6 +1138,7 @@ static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c,
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	if (blk)
 		e->import_call = blk->call;
+	e->import_unsure = t->unsure;
 	note_shared_import(s, c, blk);
 	st = pointer_slots(s, blk, half, ptrs, &have_ptrs, err);
 	for (k = 0; !st && k < half; k++) {
@@ -1171,6 +1219,7 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 {
 	struct cp_blob *b = &s->blobs[bi];
 	struct sigconst *consts = NULL;
+	struct tie *ties = NULL;
 	size_t nc = 0, cap = 0, k;
 	uint64_t base;
 	cp_status st = CP_OK;
@@ -1204,14 +1253,19 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 		if (st)
 			break;
 	}
-	base = st ? 0 : solve_table_base(s, b, consts, nc);
-	if (!st)
-		st = check_ties(s, base, consts, nc, err);
+	if (!st && !(ties = calloc(nc ? nc : 1, sizeof(*ties))))
+		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	base = st ? 0 : solve_table_base(s, b, consts, nc, ties);
+	if (!st) {
+		tie_all(s, base, consts, nc, ties);
+		st = check_ties(s, ties, nc, err);
+	}
 	for (k = 0; !st && k < nc; k++)
-		st = emit_sigconst(s, bi, &consts[k], block_of(s, base, consts[k].entry), err);
+		st = emit_sigconst(s, bi, &consts[k], &ties[k], err);
 	for (k = 0; k < nc; k++)
 		free_sigconst(&consts[k]);
 	free(consts);
+	free(ties);
 	return st;
 }
 

@@ -14,12 +14,52 @@
 #include <string.h>
 
 #define MAX_BLOCK_LOADS 4 /* the constant is loaded right after the import */
+#define MAX_PENDING 64
 
 struct walk_ctx {
 	cp_scan *s;
 	bool oom;
 	struct cp_import_block *block; /* open block, or NULL */
+	/* whether the walk's position is reached from the open block's import
+	 * with no call on the way (see advance) */
+	bool clean;
+	uint64_t last_break, func_end;
+	uint64_t pending[MAX_PENDING]; /* targets of forward jumps from clean code */
+	size_t npending;
 };
+
+/*
+ * Cython 3.2+ loads the import-signature constant right after the import,
+ * before any other call: `__pyx_import_signature = __Pyx_PyBytes_AsString(
+ * constant)` follows `PyImport_ImportModule("M")` and its error check. Code
+ * laid out after an import is not always that: other paths land there
+ * (cuda-bindings 13.5.0's nvvm has its export function's body, which loads
+ * the module's own export list, right after the failure path of `import
+ * builtins`; in its _internal.utils the export code follows the type
+ * imports' calls). So a load is clean when some path from the import
+ * reaches it by falling through and forward jumps, with no call, jmp or
+ * ret before it; the walk goes in address order, so the code from the
+ * target of a jump made from clean code is clean again up to the next call,
+ * jmp or ret.
+ */
+static void advance(struct walk_ctx *c, uint64_t addr)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < c->npending; i++) {
+		if (c->pending[i] > addr)
+			c->pending[k++] = c->pending[i];
+		else if (c->pending[i] > c->last_break)
+			c->clean = true;
+	}
+	c->npending = k;
+}
+
+static void stop(struct walk_ctx *c, uint64_t addr)
+{
+	c->clean = false;
+	c->last_break = addr;
+}
 
 static bool is_data(const cp_image *img, uint64_t va)
 {
@@ -49,6 +89,7 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 	}
 	if (r->kind != CP_REF_LOAD || !b || b->nloads >= MAX_BLOCK_LOADS)
 		return;
+	advance(c, r->addr);
 	sec = cp_image_section_at(s->img, r->target);
 	if (!sec || !cp_section_is_writable(sec) || cp_image_got_name(s->img, r->target))
 		return;
@@ -57,6 +98,7 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 		return;
 	}
 	b->loads[b->nloads].target = r->target;
+	b->loads[b->nloads].clean = c->clean && r->addr < c->func_end;
 	b->loads[b->nloads++].at = r->addr;
 }
 
@@ -90,6 +132,7 @@ static void open_block(struct walk_ctx *c, const struct cp_call *call)
 	cp_scan *s = c->s;
 	struct cp_import_block *b;
 	const char *m = module_named(s, &call->arg[0]);
+	uint64_t start;
 
 	if (CP_GROW(s->blocks, s->capblocks, s->nblocks + 1)) {
 		c->oom = true;
@@ -104,6 +147,26 @@ static void open_block(struct walk_ctx *c, const struct cp_call *call)
 	}
 	s->nblocks++;
 	c->block = b;
+	c->clean = cp_image_function(s->img, call->addr, &start, &c->func_end);
+	c->last_break = call->addr;
+	c->npending = 0;
+}
+
+static void on_jump(void *ctx, uint64_t addr, uint64_t target)
+{
+	struct walk_ctx *c = ctx;
+
+	advance(c, addr);
+	if (c->block && c->clean && target > addr && c->npending < MAX_PENDING)
+		c->pending[c->npending++] = target;
+}
+
+static void on_end(void *ctx, uint64_t addr)
+{
+	struct walk_ctx *c = ctx;
+
+	advance(c, addr);
+	stop(c, addr);
 }
 
 static void on_call(void *ctx, const struct cp_call *call)
@@ -112,6 +175,8 @@ static void on_call(void *ctx, const struct cp_call *call)
 	cp_scan *s = c->s;
 	struct cp_scan_call *k;
 
+	advance(c, call->addr);
+	stop(c, call->addr);
 	if (!wanted_call(call))
 		return;
 	if (CP_GROW(s->calls, s->capcalls, s->ncalls + 1)) {
@@ -137,10 +202,13 @@ static int by_target(const void *a, const void *b)
 
 cp_status cp_scan_code(cp_scan *s, cp_error *err)
 {
-	struct walk_ctx c = { s, false, NULL };
-	struct cp_code_visitor v = { on_ref, on_call, &c, NULL };
-	cp_status st = cp_code_walk(s->img, 0, 0, &v, err);
+	struct walk_ctx c;
+	struct cp_code_visitor v = { on_ref, on_call, &c, on_jump, on_end };
+	cp_status st;
 
+	memset(&c, 0, sizeof(c));
+	c.s = s;
+	st = cp_code_walk(s->img, 0, 0, &v, err);
 	if (st)
 		return st;
 	if (c.oom)

@@ -293,7 +293,7 @@ cp_status cp_scan_import_names(cp_scan *s, cp_error *err)
 	 * argument on to one, as __Pyx_ImportDottedModule does) turns up */
 	for (round = 0; !st && p.nfw > seen && !s->import_names_unknown[0]; round++) {
 		struct callers cs = { &p, err, CP_OK };
-		struct cp_code_visitor v = { on_fw_ref, on_fw_call, &cs, on_fw_jump };
+		struct cp_code_visitor v = { on_fw_ref, on_fw_call, &cs, on_fw_jump, NULL };
 
 		if (round == 4) {
 			unknown(s, 0, "imports passed on through more than four functions");
