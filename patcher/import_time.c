@@ -151,6 +151,8 @@ static void classify(cp_import_time *t, const cs_insn *ci, struct node *o)
 		return;
 	case X86_INS_JMP:
 		o->tgt[0] = 0;
+		if (x->op_count == 1 && op->type == X86_OP_IMM && cp_image_plt_name(t->img, (uint64_t)op->imm))
+			return; /* a tail call of an imported function */
 		if (x->op_count == 1 && op->type == X86_OP_IMM)
 			o->tgt[1] = (uint64_t)op->imm;
 		else
@@ -666,7 +668,8 @@ cp_status cp_import_time_of(cp_import_time *t, uint64_t call, enum cp_when *out,
 		return CP_OK;
 	c = lookup(t, call);
 	if (c == NONE) {
-		if (!cp_image_function(t->img, call, &start, &end) || !is_callee(t, start))
+		/* (a call in no known function proves nothing) */
+		if (cp_image_function(t->img, call, &start, &end) && !is_callee(t, start))
 			*out = CP_WHEN_IN_FUNCTION;
 		return CP_OK;
 	}

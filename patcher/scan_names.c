@@ -367,18 +367,27 @@ static bool code_base_decides(const cp_scan *s, struct names *ns, long index, bo
 	return found;
 }
 
-static bool indexed_may_import(const cp_scan *s, struct names *ns, long index)
+/* 3.1 and 3.2+: the import slots string `index` may be at, base + 8 *
+ * index for each base that puts every import's slot on a dotted name (a
+ * base the code uses when one does, else any the first import's slot
+ * allows), passed to fn; false when no base does. */
+static bool indexed_import_slots(const cp_scan *s, struct names *ns, long index,
+				 void (*fn)(void *ctx, uint64_t slot), void *ctx)
 {
-	uint64_t sl0 = s->import_slots[0];
 	bool found = false, hit;
 	size_t k;
 
 	if (index < 0 || (size_t)index >= ns->nidx)
+		return false;
+	if (code_base_decides(s, ns, index, &hit)) {
+		for (k = 0; k < ns->nbases; k++)
+			if (base_explains(s, ns, ns->bases[k]) &&
+			    cp_scan_is_import_slot(s, ns->bases[k] + 8 * (uint64_t)index))
+				fn(ctx, ns->bases[k] + 8 * (uint64_t)index);
 		return true;
-	if (code_base_decides(s, ns, index, &hit))
-		return hit;
+	}
 	for (k = 0; k < ns->nidx; k++) {
-		uint64_t base;
+		uint64_t base, sl0 = s->import_slots[0];
 
 		if (sl0 < 8 * k || !cp_is_dotted_name(ns->idx[k].v, ns->idx[k].len))
 			continue;
@@ -387,9 +396,22 @@ static bool indexed_may_import(const cp_scan *s, struct names *ns, long index)
 			continue;
 		found = true;
 		if (cp_scan_is_import_slot(s, base + 8 * (uint64_t)index))
-			return true;
+			fn(ctx, base + 8 * (uint64_t)index);
 	}
-	return !found;
+	return found;
+}
+
+static void count_slot(void *ctx, uint64_t slot)
+{
+	(void)slot;
+	++*(size_t *)ctx;
+}
+
+static bool indexed_may_import(const cp_scan *s, struct names *ns, long index)
+{
+	size_t n = 0;
+
+	return !indexed_import_slots(s, ns, index, count_slot, &n) || n;
 }
 
 static void read_imports(cp_scan *s, struct names *ns)
@@ -448,36 +470,16 @@ static bool add_pyslot(struct cp_ref *r, uint64_t slot)
 	return true;
 }
 
-/* 3.1 and 3.2+: the import slots string `index` may be at, from the bases
- * that put every import's slot on a dotted name (as indexed_may_import
- * chooses them); false when no base does. */
-static bool indexed_slots(const cp_scan *s, struct names *ns, long index, struct cp_ref *r, bool *oom)
+struct slot_sink {
+	struct cp_ref *r;
+	bool oom;
+};
+
+static void sink_slot(void *ctx, uint64_t slot)
 {
-	bool found = false, hit;
-	size_t k;
+	struct slot_sink *k = ctx;
 
-	if (index < 0 || (size_t)index >= ns->nidx)
-		return false;
-	if (code_base_decides(s, ns, index, &hit)) {
-		for (k = 0; k < ns->nbases; k++)
-			if (base_explains(s, ns, ns->bases[k]) &&
-			    cp_scan_is_import_slot(s, ns->bases[k] + 8 * (uint64_t)index))
-				*oom = *oom || !add_pyslot(r, ns->bases[k] + 8 * (uint64_t)index);
-		return true;
-	}
-	for (k = 0; k < ns->nidx; k++) {
-		uint64_t base, sl0 = s->import_slots[0];
-
-		if (sl0 < 8 * k || !cp_is_dotted_name(ns->idx[k].v, ns->idx[k].len))
-			continue;
-		base = sl0 - 8 * k;
-		if (!base_explains(s, ns, base))
-			continue;
-		found = true;
-		if (cp_scan_is_import_slot(s, base + 8 * (uint64_t)index))
-			*oom = *oom || !add_pyslot(r, base + 8 * (uint64_t)index);
-	}
-	return found;
+	k->oom = k->oom || !add_pyslot(k->r, slot);
 }
 
 /* The slots the module's imports load the package of a Python-level
@@ -489,7 +491,8 @@ static cp_status ref_pyslots(cp_scan *s, struct names *ns, struct code_frames *c
 {
 	const char *v = r->kind == CP_K_FROMIMPORT ? r->package : r->value;
 	size_t i, len = strlen(v);
-	bool oom = false, known = true;
+	struct slot_sink sink = { r, false };
+	bool known = true;
 
 	read_imports(s, ns);
 	if (ns->st || s->import_names_unknown[0] || cp_scan_imports_cstring(s, v, len) || !s->nimport_slots)
@@ -502,11 +505,11 @@ static cp_status ref_pyslots(cp_scan *s, struct names *ns, struct code_frames *c
 		if (!q->slot && s->cy_major == 3 && s->cy_minor == 0 && q->site.kind == CP_SITE_CODE)
 			q->slot = code_slot(s, cf, q->site.addr, q->loc.vaddr);
 		if (q->slot && cp_scan_is_import_slot(s, q->slot))
-			oom = oom || !add_pyslot(r, q->slot);
+			sink.oom = sink.oom || !add_pyslot(r, q->slot);
 		else if (!q->slot)
-			known = indexed_slots(s, ns, q->index, r, &oom);
+			known = indexed_import_slots(s, ns, q->index, sink_slot, &sink);
 	}
-	if (oom)
+	if (sink.oom)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	r->pyslots_known = known;
 	return CP_OK;

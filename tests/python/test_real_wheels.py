@@ -416,16 +416,6 @@ def test_repair_works_or_refuses_with_nothing_written(w, mode, envs, repairs, tm
 # by cause; the test fails on any other disagreement, and on any listed
 # here that no longer happens (then strike it). (wheel, form, env): (cause, modules)
 CHECK_KNOWN = {}
-# deferred: the import runs under `if TYPE_CHECKING:`, or in a `try:` whose
-# `except ImportError:` imports the other layout; check counts it as made
-# at import time and predicts its failure (case 3)
-CHECK_KNOWN.update({
-    ('cuda-core-0.3.2', 'as shipped', 'cuda-python 12.5.0'): ('deferred', ('cuda.core.experimental._event', 'cuda.core.experimental._stream', 'cuda.core.experimental._utils.cuda_utils')),
-    ('cuda-core-0.3.2', 'as shipped', 'cuda-bindings 13.0.3'): ('deferred', ('cuda.core.experimental._utils.cuda_utils',)),
-    ('cuda-core-0.3.2', 'as shipped', 'cuda-bindings 13.5.0'): ('deferred', ('cuda.core.experimental._utils.cuda_utils',)),
-    ('cuda-core-0.4.2', 'as shipped', 'cuda-bindings 13.0.3'): ('deferred', ('cuda.core.experimental.cu13._utils.cuda_utils',)),
-    ('cuda-core-0.4.2', 'as shipped', 'cuda-bindings 13.5.0'): ('deferred', ('cuda.core.experimental.cu13._utils.cuda_utils',)),
-})
 # package: importing the module first runs its package's Python code,
 # which fails (rmm/_cuda/gpu.py rewritten for legacy imports cuda.cuda;
 # cuda-core's __init__ raises without cuda.bindings); check reads only
@@ -439,7 +429,8 @@ CHECK_KNOWN.update({
     ('rmm-cu12-25.6.0', '-t legacy', 'cuda-bindings 13.5.0'): ('package', ('rmm.pylibrmm.memory_resource',)),
     ('rmm-cu12-26.8.0', '-t legacy', 'cuda-bindings 13.0.3'): ('package', ('rmm.pylibrmm.memory_resource._memory_resource',)),
     ('rmm-cu12-26.8.0', '-t legacy', 'cuda-bindings 13.5.0'): ('package', ('rmm.pylibrmm.memory_resource._memory_resource',)),
-    ('cuda-core-0.4.2', '-t bindings', 'cuda-python 12.5.0'): ('package', ('cuda.core.experimental.cu12._event', 'cuda.core.experimental.cu12._stream', 'cuda.core.experimental.cu12._utils.cuda_utils', 'cuda.core.experimental.cu13._event', 'cuda.core.experimental.cu13._stream', 'cuda.core.experimental.cu13._utils.cuda_utils')),
+    ('cuda-core-0.4.2', '-t bindings', 'cuda-python 12.5.0'): ('package', ('cuda.core.experimental.cu12._event', 'cuda.core.experimental.cu12._stream',
+                                                                   'cuda.core.experimental.cu12._utils.cuda_utils')),
 })
 
 
