@@ -52,6 +52,8 @@ EXPECTED = {
 for _name in ("pyimport", "pyimport_as", "pyfrom"):
     EXPECTED[_name] = {"bindings": "{'cuDriverGetVersion': (0, 12060), 'LAYOUT': 'bindings'}",
                        "legacy": "{'cuDriverGetVersion': (0, 12050), 'LAYOUT': 'legacy'}"}
+# (its import at the top, under try/except ImportError, found the module)
+EXPECTED["deferred"] = {layout: v[:-1] + ", 'top': True}" for layout, v in EXPECTED["pyimport"].items()}
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["id"] for e in CORPUS])
