@@ -426,21 +426,6 @@ CHECK_KNOWN.update({
     ('cuda-core-0.4.2', 'as shipped', 'cuda-bindings 13.0.3'): ('deferred', ('cuda.core.experimental.cu13._utils.cuda_utils',)),
     ('cuda-core-0.4.2', 'as shipped', 'cuda-bindings 13.5.0'): ('deferred', ('cuda.core.experimental.cu13._utils.cuda_utils',)),
 })
-# package: importing the module first runs its package's Python code,
-# which fails (rmm/_cuda/gpu.py rewritten for legacy imports cuda.cuda;
-# cuda-core's __init__ raises without cuda.bindings); check reads only
-# the extension
-CHECK_KNOWN.update({
-    ('rmm-cu12-24.12.1', '-t legacy', 'cuda-bindings 13.0.3'): ('package', ('rmm.pylibrmm.device_buffer',)),
-    ('rmm-cu12-24.12.1', '-t legacy', 'cuda-bindings 13.5.0'): ('package', ('rmm.pylibrmm.device_buffer',)),
-    ('rmm-cu12-25.4.0', '-t legacy', 'cuda-bindings 13.0.3'): ('package', ('rmm.pylibrmm.device_buffer', 'rmm.pylibrmm.memory_resource')),
-    ('rmm-cu12-25.4.0', '-t legacy', 'cuda-bindings 13.5.0'): ('package', ('rmm.pylibrmm.device_buffer', 'rmm.pylibrmm.memory_resource')),
-    ('rmm-cu12-25.6.0', '-t legacy', 'cuda-bindings 13.0.3'): ('package', ('rmm.pylibrmm.memory_resource',)),
-    ('rmm-cu12-25.6.0', '-t legacy', 'cuda-bindings 13.5.0'): ('package', ('rmm.pylibrmm.memory_resource',)),
-    ('rmm-cu12-26.8.0', '-t legacy', 'cuda-bindings 13.0.3'): ('package', ('rmm.pylibrmm.memory_resource._memory_resource',)),
-    ('rmm-cu12-26.8.0', '-t legacy', 'cuda-bindings 13.5.0'): ('package', ('rmm.pylibrmm.memory_resource._memory_resource',)),
-    ('cuda-core-0.4.2', '-t bindings', 'cuda-python 12.5.0'): ('package', ('cuda.core.experimental.cu12._event', 'cuda.core.experimental.cu12._stream', 'cuda.core.experimental.cu12._utils.cuda_utils', 'cuda.core.experimental.cu13._event', 'cuda.core.experimental.cu13._stream', 'cuda.core.experimental.cu13._utils.cuda_utils')),
-})
 
 
 # every environment check is judged in (issue 17's acceptance)
