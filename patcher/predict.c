@@ -7,6 +7,7 @@
 #include "exports.h"
 #include "image.h"
 #include "import_time.h"
+#include "import_chain.h"
 #include "rules.h"
 #include "scan.h"
 #include "wheel.h"
@@ -30,6 +31,7 @@ struct ctx {
 	json_t *failures;
 	json_t *deferred;     /* imports that do not run at import time */
 	cp_error *err;
+	struct cp_chain *chain; /* a wheel's modules, for what runs before an extension */
 };
 
 static bool is_dir(const char *p)
@@ -383,6 +385,8 @@ static cp_status predict_file(struct ctx *c, const char *file, const char *label
 		goto done;
 	if (!st)
 		st = cp_scan_run(img, c->rules, &scan, err);
+	if (!st && c->chain)
+		st = cp_chain_note_scan(c->chain, label, scan, err);
 	/* a prediction from what the scan could not see would be a guess */
 	if (!st && scan->incomplete[0])
 		st = cp_fail(err, CP_E_INPUT, "%s: %s", label, scan->incomplete);
@@ -467,6 +471,24 @@ static void skip_tree(json_t *exts, unsigned tree, unsigned major)
 	json_object_set_new(e, "skipped", json_string(why));
 }
 
+/* resolve() for import_chain.h */
+static bool resolves(void *ctx, const char *module, char *missing, size_t mn)
+{
+	char file[4096];
+
+	return resolve(ctx, module, file, sizeof(file), missing, mn);
+}
+
+/*
+ * The step after every extension's own prediction: the Python code its
+ * import runs first (its packages' __init__.py and what they import of the
+ * wheel), whose failure is the extension's too (import_chain.h).
+ */
+static cp_status predict_python(struct ctx *c, json_t *exts, cp_error *err)
+{
+	return cp_chain_predict(c->chain, exts, resolves, c, err);
+}
+
 static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp_error *err)
 {
 	struct cp_wheel *w = NULL;
@@ -474,6 +496,8 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 	cp_status st = cp_wheel_open(path, &w, err);
 	size_t i;
 
+	if (!st)
+		st = cp_chain_open(w, c->rules, &c->chain, err);
 	if (!st && !mkdtemp(dir))
 		st = cp_fail(err, CP_E_IO, "cannot create a temporary directory");
 	for (i = 0; !st && w && i < w->n; i++) {
@@ -498,6 +522,10 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 		if (!st && json_array_size(exts) > before && tree && c->cuda_major && tree != c->cuda_major)
 			skip_tree(exts, tree, c->cuda_major);
 	}
+	if (!st)
+		st = predict_python(c, exts, err);
+	cp_chain_free(c->chain);
+	c->chain = NULL;
 	if (w)
 		rmdir(dir);
 	cp_wheel_close(w);
@@ -507,7 +535,7 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
 		     cp_error *err)
 {
-	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, NULL, err };
+	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, NULL, err, NULL };
 	json_t *exts = json_array(), *e;
 	size_t n = strlen(path), i;
 	cp_status st;

@@ -534,3 +534,32 @@ cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules
 	*outlen = o.n;
 	return *out ? CP_OK : cp_fail(err, CP_E_INTERNAL, "out of memory");
 }
+
+bool cp_pysource_guarded(const char *src, size_t len, size_t at)
+{
+	return at < len && guarded(src, src + len, src + at);
+}
+
+int cp_pysource_name_layout(const cp_rules *r, const char *name)
+{
+	return name_layout(r, name);
+}
+
+size_t cp_pysource_fallback_other(const char *src, size_t len, size_t at)
+{
+	const char *end = src + len, *p, *q;
+	size_t n;
+	int i;
+
+	if (at >= len)
+		return (size_t)-1;
+	p = line_start(src, src + at);
+	if (p == src)
+		return (size_t)-1;
+	p = line_start(src, p - 1); /* the block's try: */
+	if (!earlier_block(p, end))
+		return (size_t)-1;
+	for (q = p, i = 0; i < 5; i++)
+		stripped(q, end, &n, &q);
+	return (size_t)(q - src);
+}

@@ -12,6 +12,7 @@
 #ifndef CP_PYSOURCE_H
 #define CP_PYSOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "cypatch.h"
 
@@ -30,5 +31,22 @@ struct cp_pysource_counts {
 
 cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules, const char *layout,
 			      char **out, size_t *outlen, struct cp_pysource_counts *c, cp_error *err);
+
+/* What `check` needs of the same reading (import_chain.c): */
+
+/* Whether the statement that begins at offset `at` of src is guarded, in
+ * the sense of `unhandled` above: its innermost block is `if
+ * TYPE_CHECKING:`, or a try: body one of whose handlers catches the
+ * import's failure without raising again. */
+bool cp_pysource_guarded(const char *src, size_t len, size_t at);
+
+/* The layout of a dotted name: a mapped module's, or that of the longest
+ * prefix that is a package of one layout only; -1 when it says nothing. */
+int cp_pysource_name_layout(const cp_rules *r, const char *name);
+
+/* When the line at offset `at` is the import inside a block a fallback
+ * rewrite wrote: the offset of the block's line that imports the other
+ * layout (run when the first fails); else (size_t)-1. */
+size_t cp_pysource_fallback_other(const char *src, size_t len, size_t at);
 
 #endif

@@ -21,7 +21,12 @@ static const char usage[] =
 	"condition, in a function) are listed as deferred, not failures. A wheel with\n"
 	"per-CUDA-major trees (pkg/cu12/, pkg/cu13/) is checked for the tree its\n"
 	"package imports under the site's cuda-bindings (or cuda-python) major\n"
-	"version; the other trees' modules are listed as skipped.\n"
+	"version; the other trees' modules are listed as skipped. For a wheel, the\n"
+	"Python code each import runs first is read too: the __init__.py of every\n"
+	"package on the module's path and, transitively, the wheel's own modules\n"
+	"they (and the wheel's extensions) import at import time; an import there\n"
+	"of a mapped module that the site lacks, not under a handler that swallows\n"
+	"ImportError, is a failure of the extension, named with its file and line.\n"
 	"\n"
 	"  --against DIR  the site-packages directory to check against\n"
 	"  --json         print the prediction as JSON\n"
@@ -30,6 +35,19 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 everything binds, 1 a failure is predicted, 2 bad input,\n"
 	"3 bad rules, 64 usage error.\n";
+
+/* The import statements that lead to the first failure, when it lies in
+ * the Python code the import runs first. */
+static void print_via(const json_t *via)
+{
+	json_t *v;
+	size_t i;
+
+	printf("    via");
+	json_array_foreach(via, i, v)
+		printf("%s%s", i ? " -> " : " ", json_string_value(v));
+	printf("\n");
+}
 
 static void print_text(const json_t *r)
 {
@@ -46,8 +64,11 @@ static void print_text(const json_t *r)
 			printf("  cimport %s -> %s\n", k, json_string_value(v));
 		if (json_object_get(e, "skipped"))
 			printf("  skipped: %s\n", json_string_value(json_object_get(e, "skipped")));
-		json_array_foreach(json_object_get(e, "failures"), j, f)
+		json_array_foreach(json_object_get(e, "failures"), j, f) {
 			printf("  would fail: %s\n", json_string_value(f));
+			if (!j && json_object_get(e, "via"))
+				print_via(json_object_get(e, "via"));
+		}
 		json_array_foreach(json_object_get(e, "deferred"), j, f)
 			printf("  deferred: %s\n", json_string_value(f));
 	}

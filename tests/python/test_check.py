@@ -94,3 +94,63 @@ def test_a_hostile_provider_is_refused_in_one_line(tmp_path):
                        stderr=subprocess.PIPE, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, (p.returncode, p.stderr)
     assert str(victim) in p.stderr and "section headers lie outside the file" in p.stderr, p.stderr
+
+
+# -- the Python code a wheel's import runs first (issue 17, "package") -------
+
+def wheel_of(path, files):
+    """A wheel of our own: files {name: bytes}, RECORD made right."""
+    import base64
+    import hashlib
+    import zipfile
+    dist = "demo-1.0.dist-info"
+    files = dict(files)
+    files[dist + "/METADATA"] = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
+    files[dist + "/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"
+    rows = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(),
+                                 len(d)) for n, d in files.items()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+        z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+    return path
+
+
+UNGUARDED = "from cuda import cudart\n"
+# what each package makes of `from cuda import cudart` under cuda-bindings
+# 13 (no legacy modules): the failure check must name, or None
+PACKAGES = {
+    "unguarded": ({"demo/__init__.py": UNGUARDED},
+                  "ImportError: cannot import name 'cudart' from 'cuda' (demo/__init__.py line 1)"),
+    "swallowed": ({"demo/__init__.py": "try:\n    from cuda import cudart\nexcept ImportError:\n    pass\n"}, None),
+    # cuda-core 0.4's __init__: the handler raises again
+    "re-raised": ({"demo/__init__.py": "try:\n    from cuda import cudart\nexcept ImportError:\n"
+                                       "    raise ImportError('cuda-python 12 must be installed') from None\n"},
+                  "ImportError: cannot import name 'cudart' from 'cuda' (demo/__init__.py line 2)"),
+    # through a module of the wheel the package imports, in a cycle
+    "imported": ({"demo/__init__.py": "from . import util\n",
+                  "demo/util.py": "import demo\nfrom demo.sub import (\n    helper,\n)\n",
+                  "demo/sub/__init__.py": "", "demo/sub/helper.py": '"""\nimport cuda.ccudart\n"""\n' + UNGUARDED},
+                 "ImportError: cannot import name 'cudart' from 'cuda' (demo/sub/helper.py line 4)"),
+    # in a function body: not run at import time
+    "deferred": ({"demo/__init__.py": "def load():\n    " + UNGUARDED}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PACKAGES))
+def test_check_of_a_wheel_reads_the_python_its_import_runs_first(case, tmp_path):
+    """Importing demo.rmm_like runs demo/__init__.py first: its failure is
+    the extension's, named with its file and line, unless a handler
+    swallows it or it does not run at import time."""
+    entry = next(e for e in BUILT if e["id"] == "3.1.8/bindings/rmm_like")
+    site = MANIFEST["cuda_bindings_13"]["tree"]
+    files, want = PACKAGES[case]
+    files = {n: t.encode() for n, t in files.items()}
+    files["demo/" + os.path.basename(entry["so"])] = open(entry["so"], "rb").read()
+    wheel = wheel_of(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), files)
+    ok, failures = check(wheel, site)
+    assert ok == (want is None) and failures == ([want] if want else []), failures
+    p = subprocess.run([CYPATCH, "check", "--against", site, wheel], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode == (0 if want is None else 1), p.stderr
+    assert want is None or ("would fail: " + want) in p.stdout, p.stdout
