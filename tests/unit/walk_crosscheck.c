@@ -43,6 +43,20 @@ static bool same_str(const char *a, const char *b)
 	return !strcmp(a ? a : "", b ? b : "");
 }
 
+/* Field by field: the struct has padding, which memcmp would compare. */
+static bool same_loads(const struct cp_import_block *x, const struct cp_import_block *y)
+{
+	size_t k;
+
+	if (x->nloads != y->nloads)
+		return false;
+	for (k = 0; k < x->nloads; k++)
+		if (x->loads[k].target != y->loads[k].target || x->loads[k].at != y->loads[k].at ||
+		    x->loads[k].clean != y->loads[k].clean)
+			return false;
+	return true;
+}
+
 static int compare_walk(const cp_scan *a, const cp_scan *b, const char *path, const char *layout)
 {
 	size_t i;
@@ -58,9 +72,7 @@ static int compare_walk(const cp_scan *a, const cp_scan *b, const char *path, co
 			return differ(path, layout, "call", i);
 	for (i = 0; i < a->nblocks; i++)
 		if (a->blocks[i].call != b->blocks[i].call || !same_str(a->blocks[i].module, b->blocks[i].module) ||
-		    a->blocks[i].nloads != b->blocks[i].nloads ||
-		    (a->blocks[i].nloads &&
-		     memcmp(a->blocks[i].loads, b->blocks[i].loads, a->blocks[i].nloads * sizeof(*a->blocks[i].loads))))
+		    !same_loads(&a->blocks[i], &b->blocks[i]))
 			return differ(path, layout, "import block", i);
 	return 0;
 }
