@@ -264,6 +264,34 @@ def test_load_alignment_ld_so_refuses(tmp_path, align):
                        % ((h - ELF.phoff) // 56, align)) if align else "PT_LOAD alignment 0 is not", tmp_path)
 
 
+@pytest.mark.parametrize("command", ["show", "fallback"])
+def test_truncated_while_read(tmp_path, command):
+    """Another process cuts the input to one page while cypatch reads it (a
+    race: each run is cut at a random moment of its first milliseconds).
+    The mapped input faulted with SIGBUS; now every run either finishes
+    before the cut or refuses the file in one line, and leaves no temporary."""
+    import random
+    import time
+    rng = random.Random(18)
+    out = tmp_path / "out"
+    out.mkdir()
+    for k in range(60):
+        p = write(tmp_path, "cut.so", ELF.data)
+        target = str(out / "cut.so")
+        args = ["show", p] if command == "show" else ["--target-layout", "fallback", "-o", target, p]
+        proc = subprocess.Popen([CYPATCH] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(rng.uniform(0, 0.004))
+        os.truncate(p, 4096)
+        err = proc.communicate()[1]
+        assert proc.returncode in (0, 2), (k, proc.returncode, err)
+        if proc.returncode == 2:
+            assert len(err.splitlines()) == 1 and err.startswith("cypatch: %s: " % p), (k, err)
+            assert listing(str(out)) == [], k
+        if os.path.exists(target):
+            os.unlink(target)
+        assert listing(os.path.dirname(p)) == ["cut.so"], k
+
+
 # --- huge counts --------------------------------------------------------------
 
 HUGE = [
