@@ -4,6 +4,7 @@
 #include "image.h"
 #include "error.h"
 #include "find.h"
+#include "map_guard.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -36,9 +37,21 @@ static cp_status map_file(cp_image *img, cp_error *err)
 		close(fd);
 		return cp_fail(err, CP_E_INPUT, "%s: cannot map: %s", img->path, strerror(errno));
 	}
+	if (!cp_map_guard_add(p, img->size)) {
+		munmap(p, img->size);
+		close(fd);
+		return cp_fail(err, CP_E_INTERNAL, "%s: too many files mapped at once", img->path);
+	}
 	img->data = p;
 	img->fd = fd;
 	return CP_OK;
+}
+
+cp_status cp_image_intact(const cp_image *img, cp_error *err)
+{
+	if (cp_map_guard_intact(img->data))
+		return CP_OK;
+	return cp_fail(err, CP_E_INPUT, "%s: the file was truncated while cypatch read it", img->path);
 }
 
 cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
@@ -63,6 +76,8 @@ cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
 		st = cp_fallback_read(img, err);
 	if (!st)
 		st = cp_functions_read(img, err);
+	if (!st)
+		st = cp_image_intact(img, err);
 	if (st) {
 		cp_image_close(img);
 		return st;
@@ -75,8 +90,10 @@ void cp_image_close(cp_image *img)
 {
 	if (!img)
 		return;
-	if (img->data)
+	if (img->data) {
+		cp_map_guard_remove(img->data);
 		munmap((void *)img->data, img->size);
+	}
 	if (img->fd >= 0)
 		close(img->fd);
 	free(img->sec);

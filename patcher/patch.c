@@ -123,6 +123,9 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 		if (!st)
 			st = cp_check(img, scan, plan, w->tmp, &d, err);
 		lap(res, CP_STAGE_CHECK, t0);
+		/* the input read whole and unchanged up to here, or no output */
+		if (!st)
+			st = cp_image_intact(img, err);
 		if (!st) {
 			st = cp_write_close(w->fd, w->tmp, target, !o->no_fsync, err);
 			w->fd = -1;

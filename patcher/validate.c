@@ -78,6 +78,37 @@ static cp_status check_header(const char *path, const Elf64_Ehdr *eh, cp_error *
 	return CP_OK;
 }
 
+/* What ld.so refuses (dl-load.c), refused here before anything is planned
+ * around it: an alignment that is not a power of two of at least a page
+ * (4 KiB, the smallest x86-64 page), an address not congruent to its file
+ * offset modulo it, and, as the gABI requires, PT_LOAD entries out of order
+ * or sharing addresses (ld.so would map the later over the earlier; an
+ * output planned from either view of those bytes would be wrong). */
+static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned phnum, cp_error *err)
+{
+	const Elf64_Phdr *prev = NULL;
+	unsigned i;
+
+	for (i = 0; i < phnum; i++) {
+		if (ph[i].p_type != PT_LOAD)
+			continue;
+		if (ph[i].p_align < 0x1000 || (ph[i].p_align & (ph[i].p_align - 1)))
+			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD alignment %#llx is not a power of two "
+				       "of at least a page", path, i, (unsigned long long)ph[i].p_align);
+		if ((ph[i].p_vaddr - ph[i].p_offset) & (ph[i].p_align - 1))
+			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD address and offset disagree "
+				       "modulo its alignment", path, i);
+		if (ph[i].p_memsz > UINT64_MAX - ph[i].p_vaddr)
+			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD wraps around the address space",
+				       path, i);
+		if (prev && ph[i].p_vaddr < prev->p_vaddr + prev->p_memsz)
+			return cp_fail(err, CP_E_INPUT, "%s: segments %u and %u: PT_LOAD entries overlap or are "
+				       "out of order", path, (unsigned)(prev - ph), i);
+		prev = &ph[i];
+	}
+	return CP_OK;
+}
+
 static cp_status check_segments(const char *path, const uint8_t *d, size_t size,
 				const Elf64_Ehdr *eh, cp_error *err)
 {
@@ -94,7 +125,7 @@ static cp_status check_segments(const char *path, const uint8_t *d, size_t size,
 		if (ph[i].p_filesz > ph[i].p_memsz)
 			return cp_fail(err, CP_E_INPUT, "%s: segment %u has p_filesz > p_memsz", path, i);
 	}
-	return CP_OK;
+	return check_loads(path, ph, eh->e_phnum, err);
 }
 
 static bool name_ok(const uint8_t *strtab, uint64_t strsize, uint32_t name)
@@ -212,6 +243,20 @@ static cp_status check_dynamic(const char *path, const uint8_t *d, const Elf64_E
 	return CP_OK;
 }
 
+/* Section 0 is SHT_NULL, all zero (gABI; extended numbering, which would
+ * put counts in its sh_size and sh_link, is refused by check_header). The
+ * loops below start at 1 and trust that: any other header 0 is refused. */
+static cp_status check_null_section(const char *path, const Elf64_Shdr *sh, cp_error *err)
+{
+	static const Elf64_Shdr zero;
+
+	if (memcmp(sh, &zero, sizeof(zero)) != 0)
+		return cp_fail(err, CP_E_INPUT, "%s: section 0 is not the null section (type %u, offset %#llx, "
+			       "size %#llx)", path, sh->sh_type, (unsigned long long)sh->sh_offset,
+			       (unsigned long long)sh->sh_size);
+	return CP_OK;
+}
+
 static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
 				const Elf64_Ehdr *eh, cp_error *err)
 {
@@ -222,6 +267,9 @@ static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
 	if (!in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(*sh), size) || eh->e_shoff % 8)
 		return cp_fail(err, CP_E_INPUT, "%s: truncated: section headers lie outside the file", path);
 	sh = (const Elf64_Shdr *)(d + eh->e_shoff);
+	st = check_null_section(path, sh, err);
+	if (st)
+		return st;
 	for (i = 1; i < eh->e_shnum; i++) {
 		if (sh[i].sh_type != SHT_NOBITS && !in_file(sh[i].sh_offset, sh[i].sh_size, size))
 			return cp_fail(err, CP_E_INPUT,

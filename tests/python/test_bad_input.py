@@ -181,6 +181,117 @@ def test_dynamic_entry_pointing_outside(tmp_path, tag, name):
             "dynamic entry %s (0x7fffffff0000) points outside the loaded segments" % name, tmp_path)
 
 
+def refused_everywhere(path, message, tmp_path):
+    """refused(), and then by `repair` of a wheel holding it (the message
+    names the wheel and the member; nothing is left in the output folder)
+    and by `check --against` (one line naming the file)."""
+    from test_check import wheel_of
+    refused(path, message, tmp_path)
+    member = "demo/bad" + MANIFEST["ext_suffix"]
+    wheel = wheel_of(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), {member: open(path, "rb").read()})
+    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
+    wheelhouse.mkdir(exist_ok=True)
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
+        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("cypatch: %s: %s: " % (wheel, member)), \
+            (mode, proc.stderr)
+        assert message in lines[0], (mode, lines[0])
+        assert listing(str(wheelhouse)) == [], mode
+    assert digest(wheel) == before
+    proc = cypatch("check", "--against", MANIFEST["providers"]["bindings"], path)
+    assert proc.returncode == 2, ("check", proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % path) and message in lines[0], proc.stderr
+
+
+# Section header 0 given a type and an offset past the end, and for the
+# typed tables the entry size and string table link those tables need (so
+# that only its being section 0 is wrong). The loops over sections skip
+# header 0 when they check offsets; the gABI has it all zero.
+NULL_SECTION = [
+    ("symtab", 2, 24, ".dynstr"),
+    ("dynsym", 11, 24, ".dynstr"),
+    ("dynamic", 6, 16, None),
+    ("progbits", 1, 0, None),
+]
+
+
+@pytest.mark.parametrize("name,sh_type,entsize,link", NULL_SECTION, ids=[n[0] for n in NULL_SECTION])
+def test_section_0_that_is_not_null(tmp_path, name, sh_type, entsize, link):
+    far = len(ELF.data) + 0x100000
+    changes = [(ELF.shoff + 4, "<I", sh_type), (ELF.shoff + 24, "<Q", far), (ELF.shoff + 32, "<Q", 0x1800),
+               (ELF.shoff + 56, "<Q", entsize)]
+    if link:
+        changes.append((ELF.shoff + 40, "<I", ELF.index(link)))
+    refused_everywhere(write(tmp_path, "null-%s.so" % name, ELF.with_changes(*changes)),
+                       "section 0 is not the null section (type %d, offset %#x" % (sh_type, far), tmp_path)
+
+
+def load_headers():
+    """File offsets of the PT_LOAD entries, in table order."""
+    return [ELF.phoff + 56 * i for i in range(ELF.phnum)
+            if struct.unpack_from("<I", ELF.data, ELF.phoff + 56 * i)[0] == 1]
+
+
+def test_overlapping_load_segments(tmp_path):
+    """The second PT_LOAD moved onto the first's addresses (its offset moved
+    with it, so that only the overlap is wrong)."""
+    first, second = load_headers()[:2]
+    data = ELF.with_changes((second + 8, "<Q", 0x1000), (second + 16, "<Q", 0x1000), (second + 24, "<Q", 0x1000))
+    i, k = [(h - ELF.phoff) // 56 for h in (first, second)]
+    refused_everywhere(write(tmp_path, "overlap-load.so", data),
+                       "segments %d and %d: PT_LOAD entries overlap or are out of order" % (i, k), tmp_path)
+
+
+def test_load_segments_out_of_order(tmp_path):
+    """The first two PT_LOAD entries swapped."""
+    first, second = load_headers()[:2]
+    d = bytearray(ELF.data)
+    d[first:first + 56], d[second:second + 56] = ELF.data[second:second + 56], ELF.data[first:first + 56]
+    i, k = [(h - ELF.phoff) // 56 for h in (first, second)]
+    refused_everywhere(write(tmp_path, "swapped-load.so", bytes(d)),
+                       "segments %d and %d: PT_LOAD entries overlap or are out of order" % (i, k), tmp_path)
+
+
+@pytest.mark.parametrize("align", [0x1018, 0x800, 0])
+def test_load_alignment_ld_so_refuses(tmp_path, align):
+    """ld.so: "ELF load command alignment not page-aligned"."""
+    h = load_headers()[1]
+    refused_everywhere(write(tmp_path, "align-%#x.so" % align, ELF.with_changes((h + 48, "<Q", align))),
+                       ("segment %d: PT_LOAD alignment %#x is not a power of two of at least a page"
+                       % ((h - ELF.phoff) // 56, align)) if align else "PT_LOAD alignment 0 is not", tmp_path)
+
+
+@pytest.mark.parametrize("command", ["show", "fallback"])
+def test_truncated_while_read(tmp_path, command):
+    """Another process cuts the input to one page while cypatch reads it (a
+    race: each run is cut at a random moment of its first milliseconds).
+    The mapped input faulted with SIGBUS; now every run either finishes
+    before the cut or refuses the file in one line, and leaves no temporary."""
+    import random
+    import time
+    rng = random.Random(18)
+    out = tmp_path / "out"
+    out.mkdir()
+    for k in range(60):
+        p = write(tmp_path, "cut.so", ELF.data)
+        target = str(out / "cut.so")
+        args = ["show", p] if command == "show" else ["--target-layout", "fallback", "-o", target, p]
+        proc = subprocess.Popen([CYPATCH] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(rng.uniform(0, 0.004))
+        os.truncate(p, 4096)
+        err = proc.communicate()[1]
+        assert proc.returncode in (0, 2), (k, proc.returncode, err)
+        if proc.returncode == 2:
+            assert len(err.splitlines()) == 1 and err.startswith("cypatch: %s: " % p), (k, err)
+            assert listing(str(out)) == [], k
+        if os.path.exists(target):
+            os.unlink(target)
+        assert listing(os.path.dirname(p)) == ["cut.so"], k
+
+
 # --- huge counts --------------------------------------------------------------
 
 HUGE = [
