@@ -23,6 +23,7 @@ static struct slot {
 } slots[SLOTS];
 
 static atomic_flag installed = ATOMIC_FLAG_INIT;
+static _Atomic uintptr_t page_size; /* read before the handler is installed: sysconf is not async-signal-safe */
 
 static struct slot *slot_of(uintptr_t addr)
 {
@@ -39,7 +40,7 @@ static struct slot *slot_of(uintptr_t addr)
 
 static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), addr = (uintptr_t)si->si_addr, from;
+	uintptr_t page = atomic_load(&page_size), addr = (uintptr_t)si->si_addr, from;
 	struct slot *s = slot_of(addr);
 
 	(void)ctx;
@@ -60,6 +61,7 @@ static void install(void)
 
 	if (atomic_flag_test_and_set(&installed))
 		return;
+	atomic_store(&page_size, (uintptr_t)sysconf(_SC_PAGESIZE));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigbus;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
