@@ -18,9 +18,12 @@
  *    still reachable; the error exit makes none) reaches code that also
  *    follows the call (`if TYPE_CHECKING:`, an except clause's body).
  *
- * A call outside the exec function and everything it calls directly is in
- * a function: deferred too. An indirect jump in the exec function, or an
- * exec function that cannot be found, leaves every import at import time.
+ * A call outside the exec function and every function it calls (directly,
+ * at any depth) is in a function: deferred too. An indirect jump in the
+ * exec function, or an exec function that cannot be found (a stripped
+ * multi-phase module), leaves every import at import time. Not read: the
+ * exception types an except clause names (any clause that catches counts),
+ * and what a `with` block's __exit__ suppresses.
  */
 #ifndef CP_IMPORT_TIME_H
 #define CP_IMPORT_TIME_H
