@@ -5,20 +5,106 @@
 #include "error.h"
 
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void cp_record_hash_text(const uint8_t digest[32], char *out)
-{
-	unsigned char b64[48];
-	int n = EVP_EncodeBlock(b64, digest, 32), i;
+/* The algorithms RECORD may use (the wheel spec: hashlib's, sha256 or
+ * stronger), and those it names that are weaker. */
+static const struct {
+	const char *name;
+	const EVP_MD *(*md)(void);
+} strong[] = { { "sha256", EVP_sha256 }, { "sha384", EVP_sha384 }, { "sha512", EVP_sha512 } };
+static const char *const weak[] = { "md5", "sha1", "sha224" };
 
+/* Whether hash is "<name>=...". */
+static bool named(const char *hash, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(hash, name, n) && hash[n] == '=';
+}
+
+const EVP_MD *cp_record_algorithm(const char *hash)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(strong) / sizeof(strong[0]); i++)
+		if (named(hash, strong[i].name))
+			return strong[i].md();
+	return NULL;
+}
+
+cp_status cp_record_check_hash(const char *hash, const char *what, const char *path, cp_error *err)
+{
+	size_t i;
+
+	if (!hash[0] || cp_record_algorithm(hash))
+		return CP_OK;
+	for (i = 0; i < sizeof(weak) / sizeof(weak[0]); i++)
+		if (named(hash, weak[i]))
+			return cp_fail(err, CP_E_INPUT, "%s uses %s, weaker than sha256 (the wheel spec's least): %s",
+				       what, weak[i], path);
+	return cp_fail(err, CP_E_INPUT, "%s names a hash that is not sha256, sha384 or sha512: %s", what, path);
+}
+
+void cp_record_hash_text(const EVP_MD *md, const uint8_t *digest, char *out)
+{
+	unsigned char b64[4 * (EVP_MAX_MD_SIZE / 3 + 1) + 1];
+	const char *name = "sha256";
+	int n = EVP_EncodeBlock(b64, digest, EVP_MD_get_size(md)), i;
+	size_t k;
+
+	for (k = 0; k < sizeof(strong) / sizeof(strong[0]); k++)
+		if (strong[k].md() == md)
+			name = strong[k].name;
 	while (n > 0 && b64[n - 1] == '=')
 		n--;
 	for (i = 0; i < n; i++)
 		b64[i] = b64[i] == '+' ? '-' : b64[i] == '/' ? '_' : b64[i];
-	sprintf(out, "sha256=%.*s", n, (const char *)b64);
+	snprintf(out, CP_RECORD_HASH_MAX, "%s=%.*s", name, n, (const char *)b64);
+}
+
+/* FNV-1a: the index's hash of a path. */
+static size_t path_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return (size_t)h;
+}
+
+/* The slot of path: where its row's index is, or the free one it would take. */
+static size_t *slot_of(const struct cp_record *r, const char *path)
+{
+	size_t at = path_hash(path) & (r->nslots - 1);
+
+	while (r->slot[at] && strcmp(r->rows[r->slot[at] - 1].path, path))
+		at = (at + 1) & (r->nslots - 1);
+	return &r->slot[at];
+}
+
+/* Room in the index for one row more: twice the slots, filled again, when
+ * it would be half full (short probes). */
+static bool index_room(struct cp_record *r)
+{
+	size_t n = r->nslots ? r->nslots : 64, i;
+
+	while (n <= 2 * (r->n + 1))
+		n *= 2;
+	if (n == r->nslots)
+		return true;
+	free(r->slot);
+	r->nslots = n;
+	if (!(r->slot = calloc(n, sizeof(*r->slot)))) {
+		r->nslots = 0;
+		return false;
+	}
+	for (i = 0; i < r->n; i++)
+		*slot_of(r, r->rows[i].path) = i + 1;
+	return true;
 }
 
 /* One CSV field from *p up to a comma or the line's end. */
@@ -50,12 +136,13 @@ static char *field(const char **p, const char *end)
 
 static cp_status add_row(struct cp_record *r, char *path, char *hash, char *size, cp_error *err)
 {
-	if (!path || !hash || !size || CP_GROW(r->rows, r->cap, r->n + 1)) {
+	if (!path || !hash || !size || !index_room(r) || CP_GROW(r->rows, r->cap, r->n + 1)) {
 		free(path);
 		free(hash);
 		free(size);
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
 	}
+	*slot_of(r, path) = r->n + 1;
 	r->rows[r->n].path = path;
 	r->rows[r->n].hash = hash;
 	r->rows[r->n++].size = size;
@@ -87,6 +174,11 @@ cp_status cp_record_parse(struct cp_record *r, const char *text, size_t len, con
 			free(path), free(hash), free(size);
 			return cp_fail(err, CP_E_INPUT, "%s: line %zu has no path", what, line);
 		}
+		if (path && r->n && cp_record_find(r, path)) {
+			cp_fail(err, CP_E_INPUT, "%s lists a file twice: %s", what, path);
+			free(path), free(hash), free(size);
+			return err->code;
+		}
 		if (add_row(r, path, hash, size, err))
 			return err->code;
 		p = eol ? eol + 1 : end;
@@ -104,17 +196,18 @@ void cp_record_free(struct cp_record *r)
 		free(r->rows[i].size);
 	}
 	free(r->rows);
+	free(r->slot);
 	memset(r, 0, sizeof(*r));
 }
 
 struct cp_record_row *cp_record_find(struct cp_record *r, const char *path)
 {
-	size_t i;
+	size_t at;
 
-	for (i = 0; i < r->n; i++)
-		if (!strcmp(r->rows[i].path, path))
-			return &r->rows[i];
-	return NULL;
+	if (!r->nslots)
+		return NULL;
+	at = *slot_of(r, path);
+	return at ? &r->rows[at - 1] : NULL;
 }
 
 cp_status cp_record_copy(struct cp_record *dst, const struct cp_record *src, cp_error *err)
@@ -135,11 +228,11 @@ cp_status cp_record_set(struct cp_record *r, const char *path, const uint8_t *da
 	struct cp_record_row *row = cp_record_find(r, path);
 	uint8_t md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
-	char hash[64], size[32];
+	char hash[CP_RECORD_HASH_MAX], size[32];
 
 	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
 		return cp_fail(err, CP_E_INTERNAL, "%s: hashing failed", path);
-	cp_record_hash_text(md, hash);
+	cp_record_hash_text(EVP_sha256(), md, hash);
 	snprintf(size, sizeof(size), "%zu", len);
 	if (!row)
 		return add_row(r, strdup(path), strdup(hash), strdup(size), err);

@@ -76,7 +76,9 @@ static cp_status read_member(struct cp_wheel *w, zip_uint64_t i, cp_error *err)
 		return cp_fail(err, CP_E_INPUT, "%s: member %llu cannot be read: %s", w->path,
 			       (unsigned long long)i, zip_strerror(w->zip));
 	m->name = strdup(sb.name);
-	if (!m->name)
+	/* as the archive holds it: libzip turns a CP437 name into UTF-8 */
+	m->raw_name = strdup(zip_get_name(w->zip, i, ZIP_FL_ENC_RAW) ?: sb.name);
+	if (!m->name || !m->raw_name)
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
 	m->size = sb.size;
 	m->comp_size = sb.valid & ZIP_STAT_COMP_SIZE ? sb.comp_size : 0;
@@ -95,10 +97,44 @@ static cp_status read_member(struct cp_wheel *w, zip_uint64_t i, cp_error *err)
 	return CP_OK;
 }
 
+/* Whether name lies in a top-level "*.dist-info" directory of n bytes. */
+static bool in_dist_info(const char *name, size_t *n)
+{
+	const char *slash = strchr(name, '/');
+
+	*n = slash ? (size_t)(slash - name) : 0;
+	return *n > 10 && !strncmp(slash - 10, ".dist-info", 10);
+}
+
+/* One .dist-info directory, as pip asks: with two, which one is the
+ * package's? */
+static cp_status one_dist_info(struct cp_wheel *w, cp_error *err)
+{
+	const char *first = NULL;
+	size_t i, n, fn = 0;
+
+	for (i = 0; i < w->n; i++) {
+		if (!in_dist_info(w->m[i].name, &n))
+			continue;
+		if (!first) {
+			first = w->m[i].name;
+			fn = n;
+		} else if (n != fn || strncmp(first, w->m[i].name, n)) {
+			return cp_fail(err, CP_E_INPUT, "%s: not a wheel: more than one .dist-info directory: %.*s, %.*s",
+				       w->path, (int)fn, first, (int)n, w->m[i].name);
+		}
+	}
+	return CP_OK;
+}
+
 /* The one top-level "*.dist-info/RECORD". */
 static cp_status find_record(struct cp_wheel *w, cp_error *err)
 {
 	size_t i, found = 0;
+	cp_status st = one_dist_info(w, err);
+
+	if (st)
+		return st;
 
 	for (i = 0; i < w->n; i++) {
 		const char *name = w->m[i].name, *slash = strchr(name, '/');
@@ -199,10 +235,10 @@ static cp_status read_raw(struct reading *r, zip_file_t *f, bool deflated, cp_er
 	return st;
 }
 
-/* Member i read whole through z: its SHA-256 (RECORD's form) into hash,
+/* Member i read whole through z: its digest by md (RECORD's form) into hash,
  * its size into *size, its bytes to sink when there is one. */
-static cp_status stream_member(struct cp_wheel *w, zip_t *z, size_t i, member_sink sink, void *ctx,
-			       char *hash, uint64_t *size, cp_error *err)
+static cp_status stream_member(struct cp_wheel *w, zip_t *z, size_t i, const EVP_MD *md, member_sink sink,
+			       void *ctx, char *hash, uint64_t *size, cp_error *err)
 {
 	int32_t method = w->m[i].comp_method;
 	bool raw = method == ZIP_CM_DEFLATE || method == ZIP_CM_STORE;
@@ -212,12 +248,12 @@ static cp_status stream_member(struct cp_wheel *w, zip_t *z, size_t i, member_si
 	unsigned int n = 0;
 	cp_status st = CP_OK;
 
-	if (!f || !r.md || !EVP_DigestInit_ex(r.md, EVP_sha256(), NULL))
+	if (!f || !r.md || !EVP_DigestInit_ex(r.md, md, NULL))
 		st = bad(w, err, "a member cannot be read", w->m[i].name);
 	if (!st)
 		st = raw ? read_raw(&r, f, method == ZIP_CM_DEFLATE, err) : read_by_libzip(&r, f, err);
 	if (!st && EVP_DigestFinal_ex(r.md, digest, &n))
-		cp_record_hash_text(digest, hash);
+		cp_record_hash_text(md, digest, hash);
 	*size = r.size;
 	EVP_MD_CTX_free(r.md);
 	if (f)
@@ -225,9 +261,19 @@ static cp_status stream_member(struct cp_wheel *w, zip_t *z, size_t i, member_si
 	return st;
 }
 
+/* The digest member i's RECORD row is in (sha256 without a row or hash:
+ * matches_row refuses those). */
+static const EVP_MD *row_md(struct cp_wheel *w, size_t i)
+{
+	const struct cp_record_row *row = cp_record_find(&w->record, w->m[i].name);
+	const EVP_MD *md = row ? cp_record_algorithm(row->hash) : NULL;
+
+	return md ? md : EVP_sha256();
+}
+
 static cp_status hash_member(struct cp_wheel *w, size_t i, char *hash, uint64_t *size, cp_error *err)
 {
-	return stream_member(w, w->zip, i, NULL, NULL, hash, size, err);
+	return stream_member(w, w->zip, i, row_md(w, i), NULL, NULL, hash, size, err);
 }
 
 /* The hash and size read agree with member i's RECORD row. */
@@ -258,6 +304,25 @@ static bool same_as_source(struct cp_wheel *w, size_t i, const struct cp_wheel *
 	       a.comp_method == b.comp_method && !strcmp(row->hash, was->hash) && !strcmp(row->size, was->size);
 }
 
+/* Every row names a path inside the wheel (an installer writes, or
+ * removes on uninstall, what RECORD lists: `../../etc/cron.d/x` is not
+ * the package's) and a hash this reader verifies. */
+static cp_status check_rows(struct cp_wheel *w, const char *where, cp_error *err)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < w->record.n; i++) {
+		const struct cp_record_row *row = &w->record.rows[i];
+
+		if (!safe_name(row->path))
+			st = cp_fail(err, CP_E_INPUT, "%s names a path outside the wheel: %s", where, row->path);
+		if (!st)
+			st = cp_record_check_hash(row->hash, where, row->path, err);
+	}
+	return st;
+}
+
 /* Every member is in RECORD with its hash and size, and nothing else is;
  * the members copied[] marks are compared with src instead of hashed. */
 static cp_status check_record(struct cp_wheel *w, const struct cp_wheel *src, const bool *copied,
@@ -267,16 +332,21 @@ static cp_status check_record(struct cp_wheel *w, const struct cp_wheel *src, co
 	size_t i, dl = strlen(w->dist_info);
 	uint8_t *text;
 	size_t len;
+	char *where = NULL; /* "<wheel>: <RECORD>", what errors about a row name */
 	cp_status st = cp_wheel_read(w, w->record_at, &text, &len, err);
 
-	if (!st) {
-		st = cp_record_parse(&w->record, (const char *)text, len, record, err);
-		free(text);
-	}
+	if (!st && asprintf(&where, "%s: %s", w->path, record) < 0)
+		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
+	if (!st)
+		st = cp_record_parse(&w->record, (const char *)text, len, where, err);
+	free(text);
+	if (!st)
+		st = check_rows(w, where, err);
+	free(where);
 	for (i = 0; !st && i < w->n; i++) {
 		const char *name = w->m[i].name;
 		struct cp_record_row *row;
-		char hash[64];
+		char hash[CP_RECORD_HASH_MAX];
 		zip_int64_t at;
 		uint64_t n;
 
@@ -412,8 +482,10 @@ void cp_wheel_close(struct cp_wheel *w)
 		zip_discard(w->zip);
 	if (w->fd >= 0)
 		close(w->fd);
-	for (i = 0; i < w->n; i++)
+	for (i = 0; i < w->n; i++) {
 		free(w->m[i].name);
+		free(w->m[i].raw_name);
+	}
 	free(w->m);
 	free(w->unchecked);
 	free(w->dist_info);
@@ -452,9 +524,9 @@ static int write_sink(void *ctx, const uint8_t *p, size_t n)
 static cp_status read_through(struct cp_wheel *w, zip_t *z, size_t i, member_sink sink, void *ctx,
 			      cp_error *err)
 {
-	char hash[64];
+	char hash[CP_RECORD_HASH_MAX];
 	uint64_t n;
-	cp_status st = stream_member(w, z, i, sink, ctx, hash, &n, err);
+	cp_status st = stream_member(w, z, i, row_md(w, i), sink, ctx, hash, &n, err);
 
 	if (!st && n != w->m[i].size)
 		st = bad(w, err, "a member cannot be read in full", w->m[i].name);

@@ -20,7 +20,8 @@
 #define CP_WHEEL_MAX_RATIO 1000
 
 struct cp_wheel_member {
-	char *name;
+	char *name;           /* UTF-8 (libzip reads a name without the UTF-8 flag as CP437) */
+	char *raw_name;       /* the bytes the archive holds */
 	uint64_t size, comp_size;
 	int32_t comp_method;
 	uint8_t opsys;

@@ -6,9 +6,23 @@
 extern const char cypatch_builtin_rules[];
 extern const char cypatch_builtin_rules_name[];
 
+/* An error is one line however the names in it were spelt: a control
+ * character (a member called "a\nb.py") is written as \xNN. */
+static void put_line(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			fprintf(f, "\\x%02x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+}
+
 int cli_error(const cp_error *err)
 {
-	fprintf(stderr, "cypatch: %s\n", err->msg);
+	fputs("cypatch: ", stderr);
+	put_line(stderr, err->msg);
+	fputc('\n', stderr);
 	return err->code ? (int)err->code : CP_E_INTERNAL;
 }
 

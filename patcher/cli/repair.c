@@ -1,6 +1,7 @@
 /* repair.c - `cypatch repair`: the wheel step of a packaging pipeline. */
 #include "common.h"
 
+#include "error.h"
 #include "repair.h"
 
 #include <errno.h>
@@ -173,6 +174,31 @@ static json_t *summary(const char *wheel, const struct cp_repair_result *r, cons
 			 r ? r->left : 0, "error", err ? err->msg : NULL);
 }
 
+/* A file name after the last '/'. */
+static const char *file_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* Two inputs of one file name would be written to one output, the second
+ * over the first: refused before either is. */
+static int same_file_names(char **wheels, int n, const char *outdir)
+{
+	cp_error err = { CP_OK, "" };
+	int i, k;
+
+	for (i = 1; i < n; i++)
+		for (k = 0; k < i; k++)
+			if (!strcmp(file_name(wheels[i]), file_name(wheels[k]))) {
+				cp_fail(&err, CP_E_INPUT, "%s: the same file name as %s: both would be written to %s/%s",
+					wheels[i], wheels[k], outdir, file_name(wheels[i]));
+				return cli_error(&err);
+			}
+	return 0;
+}
+
 int cmd_repair(int argc, char **argv)
 {
 	struct opts o;
@@ -187,6 +213,9 @@ int cmd_repair(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (strcmp(o.r.layout, "fallback") && strcmp(o.r.layout, "legacy") && strcmp(o.r.layout, "bindings"))
 		return cli_usage_error("repair", "no layout named '%s'", o.r.layout);
+	rc = same_file_names(argv + optind, argc - optind, o.r.outdir);
+	if (rc)
+		return rc;
 	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err))
 		return cli_error(&err);
 	all = json_array();

@@ -593,3 +593,177 @@ def test_a_large_extension_that_hides_its_marker_is_patched_all_the_same(alone, 
     patched.write_bytes(zipfile.ZipFile(out).read(name))
     assert show_json(str(patched))["layouts"] == ["legacy"]
     assert os.listdir(tmp_path / "out") == [os.path.basename(wheel)]
+
+
+# Issue 18, cases 7-10: RECORD rows, archives two readers see differently,
+# names and file names pip would refuse, and many members.
+
+def record_of(files, algo="sha256"):
+    return ["%s,%s=%s,%d" % (n, algo, base64.urlsafe_b64encode(hashlib.new(algo, d).digest()).rstrip(b"=").decode(),
+                             len(d)) for n, d in files.items()]
+
+
+def wheel_with_rows(path, files, rows, dist="demo-1.0.dist-info"):
+    """A wheel whose RECORD is exactly `rows` (and its own row)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+        z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+    return path
+
+
+DEMO = {"demo/__init__.py": b"x = 1\n", "demo-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+        "demo-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+
+
+def renamed_member(path, old, new):
+    """The wheel with member name `old` replaced by the bytes `new` (same
+    length) in its local header and central record, flags left as they were."""
+    data = open(path, "rb").read()
+    assert len(old) == len(new) and data.count(old) == 2
+    open(path, "wb").write(data.replace(old, new))
+
+
+def second_eocd(path):
+    """A second end record in the comment of the first, after a copy of the
+    central directory in another order: one reader takes one, another the other."""
+    data = bytearray(open(path, "rb").read())
+    at = data.rfind(b"PK\x05\x06")
+    eocd = bytearray(data[at:at + 22])
+    n, size, off = struct.unpack("<HII", eocd[10:20])
+    records, i = [], off
+    while i < off + size:
+        rec_len = 46 + sum(struct.unpack("<HHH", data[i + 28:i + 34]))
+        records.append(bytes(data[i:i + rec_len]))
+        i += rec_len
+    copy = b"".join(reversed(records))
+    fake = bytearray(eocd)
+    fake[12:20] = struct.pack("<II", len(copy), at + 22)
+    eocd[20:22] = struct.pack("<H", len(copy) + len(fake))
+    open(path, "wb").write(bytes(data[:at] + eocd + copy + fake))
+
+
+def hostile_18(case, tmp_path):
+    """(wheel path, the message's part) of each hostile wheel of issue 18."""
+    wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
+    rows = record_of(DEMO)
+    if case == "record-stale-duplicate-row":
+        wheel_with_rows(wheel, DEMO, rows + ["demo/__init__.py,%s,6" % record_hash(b"x = 0\n")])
+        return wheel, "RECORD lists a file twice: demo/__init__.py"
+    if case in ("record-dotdot", "record-absolute"):
+        path = "../../../../etc/cron.d/evil" if case == "record-dotdot" else "/abs/path"
+        wheel_with_rows(wheel, DEMO, rows + [path + ",,"])
+        return wheel, "RECORD names a path outside the wheel: " + path
+    if case in ("record-md5", "record-sha1"):
+        algo = case.split("-")[1]
+        wheel_with_rows(wheel, DEMO, record_of(DEMO, algo))
+        return wheel, "RECORD uses %s, weaker than sha256" % algo
+    if case == "two-eocd":
+        files = dict(DEMO, **{"demo/api.py": b"from cuda import cuda\n"})  # a member to rewrite
+        wheel_with_rows(wheel, files, record_of(files))
+        second_eocd(wheel)
+        return wheel, "the central directory and libzip disagree"
+    if case in ("other-name", "other-version"):
+        wheel = str(tmp_path / ("Other_Pkg-1.0-py3-none-any.whl" if case == "other-name"
+                                else "demo-1.1-py3-none-any.whl"))
+        wheel_with_rows(wheel, DEMO, rows)
+        return wheel, "the file name does not match demo-1.0.dist-info"
+    assert case == "two-dist-info", case
+    files = dict(DEMO, **{"other-1.0.dist-info/METADATA": b"Name: other\n"})
+    wheel_with_rows(wheel, files, record_of(files))
+    return wheel, "more than one .dist-info directory: demo-1.0.dist-info, other-1.0.dist-info"
+
+
+@pytest.mark.parametrize("case", ["record-stale-duplicate-row", "record-dotdot", "record-absolute", "record-md5",
+                                  "record-sha1", "two-eocd", "other-name", "other-version", "two-dist-info"])
+def test_hostile_wheels_of_issue_18_are_refused_in_one_line(case, tmp_path):
+    wheel, message = hostile_18(case, tmp_path)
+    before = digest(wheel)
+    out = tmp_path / "out"
+    proc = repair(wheel, out, "fallback", check=None)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % wheel) and message in lines[0], lines
+    assert os.listdir(out) == [] and digest(wheel) == before
+
+
+def test_an_error_naming_a_member_with_a_newline_stays_one_line(tmp_path):
+    # RECORD has no row for the member "demo/a\nb.py": the refusal names it,
+    # escaped, on one line
+    files = dict(DEMO, **{"demo/a\nb.py": b""})
+    wheel = wheel_with_rows(str(tmp_path / "demo-1.0-py3-none-any.whl"), files, record_of(DEMO))
+    proc = repair(wheel, tmp_path / "out", "fallback", check=None)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "RECORD does not list: demo/a\\x0ab.py" in lines[0], lines
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_a_file_name_that_normalizes_to_the_dist_info_is_accepted(tmp_path):
+    # pip compares PEP 503 normalized names: Demo.Pkg is demo_pkg
+    files = {n.replace("demo-1.0.dist-info", "demo_pkg-1.0.dist-info"): d for n, d in DEMO.items()}
+    wheel = wheel_with_rows(str(tmp_path / "Demo.Pkg-1.0-py3-none-any.whl"), files, record_of(files),
+                            dist="demo_pkg-1.0.dist-info")
+    proc = repair(wheel, tmp_path / "out", "fallback", check=None)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("algo", ["sha384", "sha512"])
+def test_record_rows_of_stronger_hashes_are_verified(algo, tmp_path):
+    wheel = wheel_with_rows(str(tmp_path / "demo-1.0-py3-none-any.whl"), DEMO, record_of(DEMO, algo))
+    proc = repair(wheel, tmp_path / "out", "fallback", check=None)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert digest(wheel) == digest(str(tmp_path / "out" / os.path.basename(wheel)))
+    bad = dict(DEMO, **{"demo/__init__.py": b"x = 2\n"})
+    rows = record_of(DEMO, algo)
+    wheel_with_rows(wheel, bad, rows)
+    proc = repair(wheel, tmp_path / "out2", "fallback", check=None)
+    assert proc.returncode == 2 and "RECORD does not match: demo/__init__.py" in proc.stderr, proc.stderr
+
+
+def test_an_unchanged_member_with_a_cp437_name_is_kept(tmp_path):
+    # no UTF-8 flag: Python and libzip read the name as CP437, "demo/café.txt"
+    files = dict(DEMO, **{"demo/cafX.txt": b"menu\n"})
+    rows = record_of(DEMO) + ["demo/caf\u00e9.txt,%s,5" % record_hash(b"menu\n")]
+    wheel = wheel_with_rows(str(tmp_path / "demo-1.0-py3-none-any.whl"),
+                            dict(files, **{"demo/api.py": b"from cuda import cuda\n"}),
+                            rows + record_of({"demo/api.py": b"from cuda import cuda\n"}))
+    renamed_member(wheel, b"demo/cafX.txt", b"demo/caf\x82.txt")
+    assert "demo/caf\u00e9.txt" in zipfile.ZipFile(wheel).namelist()
+    proc = repair(wheel, tmp_path / "out", "fallback", check=None)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    out = str(tmp_path / "out" / os.path.basename(wheel))
+    with zipfile.ZipFile(out) as z:
+        assert z.read("demo/caf\u00e9.txt") == b"menu\n" and b"_cypatch_e" in z.read("demo/api.py")
+    assert raw_members(out)["demo/caf\u00e9.txt"] == raw_members(wheel)["demo/caf\u00e9.txt"]
+    assert b"demo/caf\x82.txt" in open(out, "rb").read()  # copied as it is
+
+
+def test_two_inputs_of_one_file_name_are_refused_before_anything_is_written(tmp_path):
+    os.makedirs(tmp_path / "a")
+    os.makedirs(tmp_path / "b")
+    first = wheel_with_rows(str(tmp_path / "a" / "demo-1.0-py3-none-any.whl"), DEMO, record_of(DEMO))
+    second = wheel_with_rows(str(tmp_path / "b" / "demo-1.0-py3-none-any.whl"),
+                             dict(DEMO, **{"demo/x.py": b""}), record_of(dict(DEMO, **{"demo/x.py": b""})))
+    out = tmp_path / "out"
+    os.makedirs(out)
+    proc = cypatch("repair", "-w", str(out), "-t", "fallback", first, second, check=None)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and second in lines[0] and "the same file name as " + first in lines[0], lines
+    assert os.listdir(out) == []
+
+
+@pytest.mark.parametrize("n", [20000])
+def test_a_wheel_of_many_members_is_repaired(n, tmp_path):
+    # cp_record_find was a linear search per member (issue 18 case 10): 20,000
+    # members took 4.5 s; not timed here, the result is what is asserted
+    files = dict(DEMO, **{"demo/m%05d.txt" % i: b"%d\n" % i for i in range(n)})
+    files["demo/api.py"] = b"from cuda import cuda\n"
+    wheel = wheel_with_rows(str(tmp_path / "demo-1.0-py3-none-any.whl"), files, record_of(files))
+    proc = repair(wheel, tmp_path / "out", "fallback", check=None)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    with zipfile.ZipFile(str(tmp_path / "out" / os.path.basename(wheel))) as z:
+        rows = list(csv.reader(io.StringIO(z.read("demo-1.0.dist-info/RECORD").decode())))
+        assert len(z.namelist()) == n + 6 and len(rows) == n + 6
+        assert {r[0] for r in rows} == set(z.namelist())
