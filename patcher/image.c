@@ -5,6 +5,7 @@
 #include "error.h"
 #include "find.h"
 #include "map_guard.h"
+#include "open_input.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -19,14 +20,12 @@ static cp_status map_file(cp_image *img, cp_error *err)
 {
 	struct stat st;
 	void *p;
-	int fd = open(img->path, O_RDONLY | O_CLOEXEC);
+	int fd = cp_open_regular(img->path, &st);
 
+	if (fd < 0 && errno == ENOTSUP)
+		return cp_fail(err, CP_E_INPUT, "%s: not a regular file", img->path);
 	if (fd < 0)
 		return cp_fail(err, CP_E_INPUT, "%s: cannot open: %s", img->path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return cp_fail(err, CP_E_INPUT, "%s: not a regular file", img->path);
-	}
 	img->size = (size_t)st.st_size;
 	if (img->size == 0) {
 		close(fd);

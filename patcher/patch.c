@@ -172,6 +172,8 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 	res->fallback = !strcmp(o->layout, "fallback");
 	st = cp_image_open(in, &img, err);
 	if (!st && !o->dry_run)
+		st = cp_write_may_replace(out, err);
+	if (!st && !o->dry_run)
 		start_output(img, out, &w);
 	lap(res, CP_STAGE_LOAD, &t0);
 	if (!st)

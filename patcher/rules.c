@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct load_ctx {
 	cp_rules *rules;
@@ -21,6 +22,7 @@ struct load_ctx {
 	size_t pos;
 	FILE *fp;
 	int line;
+	int too_long; /* the line that does not fit inih's buffer, or 0 */
 	cp_error *err;
 	cp_status status;
 };
@@ -322,34 +324,40 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	return fail_at(c, "unknown section [%s]", section);
 }
 
-/* An ini_reader over either a FILE or a string; counts lines. */
+/* The next character of the file or the string, or EOF. */
+static int next_char(struct load_ctx *c)
+{
+	if (c->fp)
+		return getc(c->fp);
+	return c->text[c->pos] ? (unsigned char)c->text[c->pos++] : EOF;
+}
+
+/* An ini_reader over either a FILE or a string; counts lines. It hands
+ * inih whole lines only: inih would take the rest of a line longer than
+ * its buffer for the next line and count it as one, so that every line
+ * number after it was one off. Such a line stops the parse instead, and
+ * parse() names it. */
 static char *read_line(char *str, int num, void *stream)
 {
 	struct load_ctx *c = stream;
 	size_t n = 0;
+	int ch = EOF;
 
-	if (num <= 1)
+	if (num <= 1 || c->too_long)
 		return NULL;
-	if (c->fp) {
-		if (!fgets(str, num, c->fp))
-			return NULL;
-		n = strlen(str);
-	} else {
-		if (!c->text[c->pos])
-			return NULL;
-		while (c->text[c->pos] && n + 1 < (size_t)num) {
-			str[n++] = c->text[c->pos++];
-			if (str[n - 1] == '\n')
-				break;
-		}
-		str[n] = '\0';
+	while (n + 1 < (size_t)num && (ch = next_char(c)) != EOF) {
+		str[n++] = (char)ch;
+		if (ch == '\n')
+			break;
 	}
-	if (n > 0 && str[n - 1] == '\n')
-		c->line++;
-	else if (n + 1 == (size_t)num)
-		; /* a long line continues in the next chunk; inih reports it */
-	else
-		c->line++;
+	str[n] = '\0';
+	if (n == 0)
+		return NULL;
+	c->line++;
+	if (ch != '\n' && n + 1 == (size_t)num && (ch = next_char(c)) != EOF && ch != '\n') {
+		c->too_long = c->line;
+		return NULL;
+	}
 	return str;
 }
 
@@ -377,6 +385,11 @@ static cp_status parse(struct load_ctx *c)
 			       c->file, bad);
 	if (bad < 0)
 		return cp_fail(c->err, CP_E_INTERNAL, "%s: out of memory while parsing", c->file);
+	if (c->too_long)
+		return cp_fail(c->err, CP_E_RULES, "%s:%d: line longer than %d characters", c->file,
+			       c->too_long, INI_MAX_LINE - 1);
+	if (c->fp && ferror(c->fp))
+		return cp_fail(c->err, CP_E_RULES, "%s: cannot read rules file", c->file);
 	if (c->rules->nlayout < 2)
 		return cp_fail(c->err, CP_E_RULES, "%s: declares fewer than two layouts", c->file);
 	return CP_OK;
@@ -384,7 +397,8 @@ static cp_status parse(struct load_ctx *c)
 
 cp_status cp_rules_load_file(cp_rules *rules, const char *path, cp_error *err)
 {
-	struct load_ctx c = { rules, NULL, NULL, 0, NULL, 0, err, CP_OK };
+	struct load_ctx c = { rules, NULL, NULL, 0, NULL, 0, 0, err, CP_OK };
+	struct stat sb;
 	cp_status st;
 
 	c.file = remember_file(rules, path);
@@ -393,6 +407,11 @@ cp_status cp_rules_load_file(cp_rules *rules, const char *path, cp_error *err)
 	c.fp = fopen(path, "r");
 	if (!c.fp)
 		return cp_fail(err, CP_E_RULES, "%s: cannot open rules file", path);
+	/* glibc opens a folder for reading; its first read fails (EISDIR) */
+	if (!fstat(fileno(c.fp), &sb) && S_ISDIR(sb.st_mode)) {
+		fclose(c.fp);
+		return cp_fail(err, CP_E_RULES, "%s: is a folder, not a rules file", path);
+	}
 	st = parse(&c);
 	fclose(c.fp);
 	return st;
@@ -401,7 +420,7 @@ cp_status cp_rules_load_file(cp_rules *rules, const char *path, cp_error *err)
 cp_status cp_rules_load_string(cp_rules *rules, const char *name, const char *text,
 			       cp_error *err)
 {
-	struct load_ctx c = { rules, NULL, text, 0, NULL, 0, err, CP_OK };
+	struct load_ctx c = { rules, NULL, text, 0, NULL, 0, 0, err, CP_OK };
 
 	c.file = remember_file(rules, name);
 	if (!c.file)

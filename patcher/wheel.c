@@ -4,6 +4,7 @@
 #include "wheel.h"
 #include "error.h"
 #include "find.h"
+#include "open_input.h"
 #include "write.h"
 #include "zip_source.h"
 
@@ -412,11 +413,14 @@ static zip_t *open_zip(int fd, int flags, zip_error_t *ze)
 static cp_status open_archive(struct cp_wheel *w, cp_error *err)
 {
 	zip_error_t ze;
+	struct stat sb;
 	cp_status st = CP_OK;
 
 	zip_error_init(&ze);
-	w->fd = open(w->path, O_RDONLY | O_CLOEXEC);
-	if (w->fd < 0)
+	w->fd = cp_open_regular(w->path, &sb);
+	if (w->fd < 0 && errno == ENOTSUP)
+		st = cp_fail(err, CP_E_INPUT, "%s: not a regular file", w->path);
+	else if (w->fd < 0)
 		st = cp_fail(err, CP_E_INPUT, "%s: not a readable zip archive: %s", w->path, strerror(errno));
 	if (!st && !(w->zip = open_zip(w->fd, ZIP_RDONLY | ZIP_CHECKCONS, &ze))) {
 		st = zip_error_code_zip(&ze) == ZIP_ER_EXISTS

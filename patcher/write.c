@@ -3,7 +3,7 @@
  * written and fsynced, then renamed over the target. A crash leaves either
  * the old file or the new one, never a part of either. Without the fsync
  * (--no-fsync) readers still see one or the other, but after a power loss
- * the new one may be empty.
+ * the new one may be empty. A replaced file keeps its owner and group.
  */
 #include "write.h"
 #include "error.h"
@@ -40,6 +40,30 @@ int cp_write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+cp_status cp_write_may_replace(const char *target, cp_error *err)
+{
+	struct stat sb;
+
+	if (stat(target, &sb) || geteuid() == 0 || sb.st_uid == geteuid())
+		return CP_OK; /* a new file, or one whose owner we can keep */
+	if (!faccessat(AT_FDCWD, target, W_OK, AT_EACCESS))
+		return CP_OK; /* writable: it becomes ours, as an editor's save does */
+	return cp_fail(err, CP_E_IO, "%s: not writable by this user, and it would be replaced by a file "
+		       "this user owns", target);
+}
+
+/* The replaced file's owner and group, then the mode: fchown clears the
+ * set-user-ID bit, so fchmod comes after. A caller that may write the file
+ * but not give it away (cp_write_may_replace) keeps what it can. */
+static int keep_owner(int fd, const char *target, mode_t mode)
+{
+	struct stat sb;
+
+	if (!stat(target, &sb) && fchown(fd, sb.st_uid, sb.st_gid) && errno == EPERM)
+		(void)!fchown(fd, (uid_t)-1, sb.st_gid);
+	return fchmod(fd, mode & 07777);
+}
+
 cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz, int *fd,
 			cp_error *err)
 {
@@ -51,7 +75,7 @@ cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz
 	*fd = mkstemp(tmp);
 	if (*fd < 0)
 		return cp_fail(err, CP_E_IO, "%s: cannot create a file in %s: %s", target, dir, strerror(errno));
-	if (fchmod(*fd, mode & 07777)) {
+	if (keep_owner(*fd, target, mode)) {
 		int saved = errno;
 
 		cp_write_discard(*fd, tmp);

@@ -23,8 +23,15 @@ int cp_write_copy_range(int in, uint64_t from, int out, uint64_t to, uint64_t n)
 /* The whole of file `in` into `out`, as cp_write_copy_range. */
 int cp_write_copy_fd(int in, int out);
 
+/* Refuses (CP_E_IO) to replace a file that the caller could not write
+ * itself and whose owner it cannot keep (not root, not the owner): the
+ * rename would hand another user's file to the caller. Call it before
+ * writing anything. */
+cp_status cp_write_may_replace(const char *target, cp_error *err);
+
 /* An empty file beside `target` (same directory, so that rename is
- * atomic) with mode bits `mode`, open for writing as *fd; its path goes to
+ * atomic) with mode bits `mode`, and the owner and group of the file
+ * `target` when there is one (as far as the caller may give them), open for writing as *fd; its path goes to
  * tmp (size tmpsz). */
 cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz, int *fd,
 			cp_error *err);

@@ -1,6 +1,7 @@
 /* main.c - the cypatch command: subcommand dispatch, --help, --version. */
 #include "common.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +23,25 @@ static const char usage[] =
 	"\n"
 	"'cypatch COMMAND --help' describes a command. Exit codes: docs/exit-codes.md.\n";
 
-int main(int argc, char **argv)
+/* git's rule: output that did not reach stdout (`> /dev/full`, a closed
+ * pipe's reader gone with SIGPIPE ignored) is a failure, not a success.
+ * A command that failed already said so on its one line: rc stands. */
+static int flushed(int rc)
+{
+	int bad = fflush(stdout) != 0 || ferror(stdout);
+	int saved = errno;
+
+	if (fclose(stdout) != 0 && !bad) {
+		bad = 1;
+		saved = errno;
+	}
+	if (!bad || rc)
+		return rc;
+	fprintf(stderr, "cypatch: writing to stdout failed: %s\n", strerror(saved ? saved : EIO));
+	return CP_E_IO;
+}
+
+static int dispatch(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(usage, stderr);
@@ -48,4 +67,9 @@ int main(int argc, char **argv)
 		return cmd_retarget(argc, argv);
 	fprintf(stderr, "cypatch: '%s' is not a command (see 'cypatch --help')\n", argv[1]);
 	return CP_E_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	return flushed(dispatch(argc, argv));
 }

@@ -14,6 +14,7 @@ import os
 import shutil
 import struct
 import subprocess
+import tempfile
 
 import pytest
 
@@ -459,3 +460,105 @@ def test_fuzz_reproducer(tmp_path, path):
             assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("cypatch: "), proc.stderr
         if args[-2] != "--in-place":
             assert digest(src) == before
+
+
+# --- issue 18 case 12: --in-place keeps the replaced file's owner ---------------
+
+NOBODY = 65534
+
+
+def as_nobody():
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+@pytest.fixture
+def open_folder():
+    """A 0777 folder that nobody can reach (pytest's tmp_path is root's 0700)."""
+    if os.geteuid() != 0:
+        pytest.skip("changing owners and running as nobody needs root")
+    d = tempfile.mkdtemp(prefix="cypatch-owner-", dir="/tmp")
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d)
+
+
+def test_in_place_keeps_another_users_file_theirs(open_folder):
+    """Root patching nobody's 0640 file in place leaves it nobody's, 0640."""
+    p = os.path.join(open_folder, "theirs.so")
+    shutil.copyfile(SAMPLE, p)
+    os.chown(p, NOBODY, NOBODY)
+    os.chmod(p, 0o640)
+    proc = cypatch("--target-layout", "legacy", "--in-place", p)
+    assert proc.returncode == 0, proc.stderr
+    sb = os.stat(p)
+    assert (sb.st_uid, sb.st_gid, sb.st_mode & 0o7777) == (NOBODY, NOBODY, 0o640)
+    assert listing(open_folder) == ["theirs.so"]
+
+
+def test_in_place_refuses_a_file_the_caller_cannot_write(open_folder):
+    """nobody may rename over root's 0444 file in a 0777 folder; cypatch
+    must not: refused, one line, nothing written."""
+    p = os.path.join(open_folder, "roots.so")
+    shutil.copyfile(SAMPLE, p)
+    os.chmod(p, 0o444)
+    before = digest(p)
+    proc = subprocess.run([CYPATCH, "--target-layout", "legacy", "--in-place", p], preexec_fn=as_nobody,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cypatch: %s: not writable" % p), proc.stderr
+    sb = os.stat(p)
+    assert (sb.st_uid, sb.st_mode & 0o7777) == (0, 0o444)
+    assert digest(p) == before
+    assert listing(open_folder) == ["roots.so"]
+
+
+# --- issue 18 case 13: FIFOs, stdout, rules folders, long rules lines ----------
+
+def one_line(proc, code, start):
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith(start), proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", ["ext.so", "pkg-1.0-cp311-cp311-linux_x86_64.whl"])
+def test_fifo_without_a_writer(tmp_path, name):
+    fifo = str(tmp_path / name)
+    os.mkfifo(fifo)
+    if name.endswith(".whl"):
+        commands = [["repair", "-w", str(tmp_path / "w"), "-t", "legacy", fifo]]
+    else:
+        commands = [["show", fifo], ["--target-layout", "legacy", "-o", str(tmp_path / "o.so"), fifo]]
+    for args in commands:
+        try:
+            proc = subprocess.run([CYPATCH] + args, capture_output=True, text=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("%s blocks on a FIFO with no writer" % args[0])
+        one_line(proc, 2, "cypatch: %s: not a regular file" % fifo)
+    assert listing(str(tmp_path)) in ([name], sorted([name, "w"]))
+    assert listing(str(tmp_path / "w")) == [] if os.path.isdir(tmp_path / "w") else True
+
+
+def test_stdout_write_error(tmp_path):
+    """Output lost on stdout is a failure, as in git: exit 2, one line."""
+    out = str(tmp_path / "o.so")
+    for args in (["show", SAMPLE], ["--target-layout", "legacy", "-o", out, SAMPLE]):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([CYPATCH] + args, stdout=full, stderr=subprocess.PIPE, text=True)
+        one_line(proc, 2, "cypatch: ")
+        assert "No space left on device" in proc.stderr or "failed" in proc.stderr, proc.stderr
+
+
+def test_rules_naming_a_folder(tmp_path):
+    proc = cypatch("show", "--rules", str(tmp_path), SAMPLE)
+    one_line(proc, 3, "cypatch: %s: " % tmp_path)
+    assert proc.stdout == ""
+
+
+def test_long_rules_line_named_by_its_number(tmp_path):
+    rules = tmp_path / "long.ini"
+    rules.write_text("[layouts]\nlegacy = a\n; %s\nbad line\n" % ("x" * 250))
+    proc = cypatch("show", "--rules", str(rules), SAMPLE)
+    one_line(proc, 3, "cypatch: %s:3: " % rules)
