@@ -8,6 +8,7 @@
 
 #include <elf.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,19 +85,23 @@ static cp_status counterparts(const cp_scan *a, const cp_scan *b, int target, co
 	return CP_OK;
 }
 
-static cp_status reaches(cp_dis *d, const cp_image *out, uint64_t addr, uint64_t want, cp_error *err)
+/* Messages of the check name the input: the output is a temporary file
+ * that is gone by the time the user reads them. */
+static cp_status reaches(cp_dis *d, const cp_image *out, const char *name, uint64_t addr, uint64_t want,
+			 cp_error *err)
 {
 	uint64_t target;
 
 	if (cp_dis_reaches(d, out, addr, &target) && target == want)
 		return CP_OK;
 	return cp_fail(err, CP_E_INTERNAL, "%s: check failed: the instruction at %#llx does not reach %#llx",
-		       out->path, (unsigned long long)addr, (unsigned long long)want);
+		       name, (unsigned long long)addr, (unsigned long long)want);
 }
 
 /* Every redirected operand, rewritten branch and new thunk instruction
  * decodes to the address planned. */
-static cp_status operands_decode(const cp_image *out, const struct cp_plan *p, cp_error *err)
+static cp_status operands_decode(const cp_image *out, const char *name, const struct cp_plan *p,
+				 cp_error *err)
 {
 	cp_dis d;
 	size_t i;
@@ -106,10 +111,10 @@ static cp_status operands_decode(const cp_image *out, const struct cp_plan *p, c
 		const struct cp_edit *e = &p->edits[i];
 
 		if (e->kind == CP_EDIT_DISP || e->kind == CP_EDIT_BRANCH)
-			st = reaches(&d, out, e->site, e->target, err);
+			st = reaches(&d, out, name, e->site, e->target, err);
 	}
 	for (i = 0; !st && i < p->nexpects; i++)
-		st = reaches(&d, out, p->expects[i].addr, p->expects[i].target, err);
+		st = reaches(&d, out, name, p->expects[i].addr, p->expects[i].target, err);
 	cp_dis_close(&d);
 	return st;
 }
@@ -219,6 +224,20 @@ static bool unchanged_window(const void *ctx, size_t i, uint64_t from, uint64_t 
 	return true;
 }
 
+/* Reading the output failed (the reader names the temporary file): the
+ * same reason, under the input's name, as the internal error it is. */
+static cp_status output_failed(cp_status st, const char *path, const char *name, cp_error *err)
+{
+	size_t n = strlen(path);
+	char why[sizeof(err->msg)];
+
+	if (!st || !err)
+		return st;
+	snprintf(why, sizeof(why), "%s", strncmp(err->msg, path, n) == 0 && strncmp(err->msg + n, ": ", 2) == 0
+					       ? err->msg + n + 2 : err->msg);
+	return cp_fail(err, CP_E_INTERNAL, "%s: check failed: reading the output: %s", name, why);
+}
+
 cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_plan *plan,
 		   const char *path, const struct cp_delta *d, cp_error *err)
 {
@@ -229,17 +248,18 @@ cp_status cp_check(const cp_image *in, const cp_scan *in_scan, const struct cp_p
 	cp_status st = runs_planned(in, plan, d, in->path, err);
 
 	if (!st)
-		st = cp_image_open(path, &img, err);
+		st = output_failed(cp_image_open(path, &img, err), path, in->path, err);
 	if (!st)
 		st = holds_delta(img, d, in->path, err);
 	if (!st)
-		st = operands_decode(img, plan, err);
+		st = operands_decode(img, in->path, plan, err);
 	u.out = img;
 	/* a string rewrite leaves the code as it was: not walked again */
 	if (!st && cp_code_walk_same(in, img))
 		skip.code = in_scan;
 	if (!st)
-		st = cp_scan_run_skipping(img, in_scan->rules, &skip, &scan, err);
+		st = output_failed(cp_scan_run_skipping(img, in_scan->rules, &skip, &scan, err), path, in->path,
+				   err);
 	if (!st && plan->target >= 0)
 		st = no_other_layout(scan, plan->target, in->path, err);
 	if (!st && plan->target < 0 && !scan->fallback)

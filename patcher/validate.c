@@ -205,6 +205,31 @@ static bool va_loaded(const uint8_t *d, const Elf64_Ehdr *eh, uint64_t va, uint6
 	return false;
 }
 
+/* Whether an allocated section lies where a PT_LOAD maps it: its bytes at
+ * the same distance from the segment's start in the file and in memory
+ * (NOBITS: inside the segment's memory). The scan reads code and data by
+ * address; an allocated section no segment maps (a PT_LOAD retyped) would
+ * be read from bytes ld.so never maps. TLS NOBITS (.tbss) takes no room in
+ * its segment and may run past its end. */
+static bool section_loaded(const uint8_t *d, const Elf64_Ehdr *eh, const Elf64_Shdr *s)
+{
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(d + eh->e_phoff);
+	bool nobits = s->sh_type == SHT_NOBITS;
+	unsigned i;
+
+	if (!(s->sh_flags & SHF_ALLOC) || s->sh_size == 0 || (nobits && (s->sh_flags & SHF_TLS)))
+		return true;
+	for (i = 0; i < eh->e_phnum; i++) {
+		uint64_t at = s->sh_addr - ph[i].p_vaddr, room = nobits ? ph[i].p_memsz : ph[i].p_filesz;
+
+		if (ph[i].p_type != PT_LOAD || s->sh_addr < ph[i].p_vaddr || at > room || s->sh_size > room - at)
+			continue;
+		if (nobits || s->sh_offset - ph[i].p_offset == at)
+			return true;
+	}
+	return false;
+}
+
 static const char *dyn_tag_name(int64_t tag)
 {
 	switch (tag) {
@@ -288,6 +313,10 @@ static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
 	for (i = 0; i < eh->e_shnum; i++) {
 		if (!name_ok(d + shstr->sh_offset, shstr->sh_size, sh[i].sh_name))
 			return cp_fail(err, CP_E_INPUT, "%s: section %u has a bad name", path, i);
+		if (!section_loaded(d, eh, &sh[i]))
+			return cp_fail(err, CP_E_INPUT, "%s: section %u (%s at %#llx) lies in no PT_LOAD segment",
+				       path, i, (const char *)d + shstr->sh_offset + sh[i].sh_name,
+				       (unsigned long long)sh[i].sh_addr);
 		if (sh[i].sh_type == SHT_SYMTAB || sh[i].sh_type == SHT_DYNSYM) {
 			st = check_symtab(path, d, sh, eh->e_shnum, i, err);
 			if (st)

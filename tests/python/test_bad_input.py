@@ -265,6 +265,27 @@ def test_load_alignment_ld_so_refuses(tmp_path, align):
                        % ((h - ELF.phoff) // 56, align)) if align else "PT_LOAD alignment 0 is not", tmp_path)
 
 
+RETYPED = [("3.3.1/bindings/cimports", 3), ("3.3.1/bindings/cimports", 0), ("3.3.1/bindings/cimports", 4),
+           ("3.1.8/bindings/pyimport_as", 3)]
+
+
+@pytest.mark.parametrize("module,p_type", RETYPED, ids=["%s-%d" % r for r in RETYPED])
+def test_load_segment_retyped(tmp_path, module, p_type):
+    """Each PT_LOAD in turn given another type (PT_INTERP 3, PT_NULL 0,
+    PT_NOTE 4): the sections it held are mapped by no segment. On
+    pyimport_as the re-scan of the output failed (exit 70, `the instruction
+    at 0xa0a0 does not reach 0xa0e0`, naming the temporary file); on
+    cimports most were patched."""
+    elf = Elf(next(e["so"] for e in ENTRIES if e["id"] == module))
+    loads = [elf.phoff + 56 * i for i in range(elf.phnum)
+             if struct.unpack_from("<I", elf.data, elf.phoff + 56 * i)[0] == 1]
+    for n, h in enumerate(loads):
+        d = tmp_path / str(n)
+        d.mkdir()
+        refused_everywhere(write(d, "retyped-%d.so" % n, elf.with_changes((h, "<I", p_type))),
+                           "lies in no PT_LOAD segment", d)
+
+
 @pytest.mark.parametrize("command", ["show", "fallback"])
 def test_truncated_while_read(tmp_path, command):
     """Another process cuts the input to one page while cypatch reads it (a
