@@ -409,7 +409,6 @@ static void cleanup(struct job *j)
 	free(j->group);
 	free(j->note);
 	free(j->note_name);
-	cp_zip_layout_free(&j->in);
 	if (j->dir[0])
 		rmdir(j->dir);
 	cp_wheel_close(j->w);
@@ -435,23 +434,6 @@ static cp_status alloc_job(struct job *j)
 	return CP_OK;
 }
 
-/* The central directory zip_layout.c read lists the members libzip read,
- * name for name in one order: an archive that shows two readers two
- * directories (a second end record in the comment) is refused here, before
- * RECORD is trusted for bytes the copy would take from the other. */
-static cp_status same_members(struct job *j, const char *wheel)
-{
-	size_t i;
-
-	if (j->in.n != j->w->n)
-		return cp_fail(j->err, CP_E_INPUT, "%s: the central directory and libzip disagree", wheel);
-	for (i = 0; i < j->w->n; i++)
-		if (!cp_zip_span_named(&j->in.m[i], j->w->m[i].raw_name))
-			return cp_fail(j->err, CP_E_INPUT, "%s: %s: the central directory and libzip disagree", wheel,
-				       j->w->m[i].name);
-	return CP_OK;
-}
-
 cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct cp_repair_opts *o,
 			  struct cp_repair_result *res, cp_error *err)
 {
@@ -474,11 +456,7 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 	if (!st)
 		st = alloc_job(&j);
 	if (!st)
-		st = cp_zip_layout_read(j.w->fd, j.w->path, &j.in, err);
-	if (!st)
 		st = cp_wheel_name_check(wheel, j.w->dist_info, err);
-	if (!st)
-		st = same_members(&j, wheel);
 	if (!st)
 		st = place_bets(&j);
 	if (!st && !o->keep_sources)

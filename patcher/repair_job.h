@@ -55,7 +55,6 @@ struct job {
 	bool *bet;               /* per member: bet not to be an extension (BET_BYTES) */
 	bool *lost;              /* per member: a bet lost, the member to patch */
 	enum cp_repair_group *group;
-	struct cp_zip_layout in; /* where the input's members lie */
 	struct settler s;
 	struct output out;
 };

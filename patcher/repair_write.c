@@ -163,7 +163,7 @@ static cp_status add_group(struct job *j, enum cp_repair_group g, struct changed
 		if (j->data[i]) {
 			st = from_changed(j, c, name, err);
 		} else {
-			st = splice_member(j, j->w->fd, &j->in.m[i], j->w->m[i].raw_name, err);
+			st = splice_member(j, j->w->fd, &j->w->layout.m[i], j->w->m[i].raw_name, err);
 		}
 	}
 	return st;

@@ -163,6 +163,7 @@ struct reading {
 	void *ctx;
 	EVP_MD_CTX *md;
 	uint64_t size;
+	uint64_t raw; /* compressed bytes read so far */
 };
 
 static cp_status take(struct reading *r, const uint8_t *p, size_t n, cp_error *err)
@@ -195,12 +196,28 @@ static cp_status read_by_libzip(struct reading *r, zip_file_t *f, cp_error *err)
 #define RAW_IN (1u << 18)
 #define RAW_OUT (1u << 18)
 
+/* The compressed bytes libzip gave are the ones zip_layout.c found for
+ * the member, where repair copies unchanged members from: an archive with
+ * two central directories (a second in the end record's comment) can show
+ * the two readers two members of one name, size and CRC-32, and RECORD
+ * would be checked on one and the other written. `spare` holds RAW_IN. */
+static cp_status same_bytes(struct reading *r, const uint8_t *p, size_t n, uint8_t *spare, cp_error *err)
+{
+	const struct cp_zip_span *s = &r->w->layout.m[r->i];
+
+	if (n > s->comp_size || r->raw > s->comp_size - n ||
+	    pread(r->w->fd, spare, n, (off_t)(s->data + r->raw)) != (ssize_t)n || memcmp(p, spare, n))
+		return bad(r->w, err, "the central directory and libzip disagree", r->w->m[r->i].name);
+	r->raw += n;
+	return CP_OK;
+}
+
 /* A deflated or stored member read raw and inflated here: its SHA-256 is
  * checked against RECORD, which makes libzip's CRC-32 (0.2 s per GB) and
  * its extra copy redundant. */
 static cp_status read_raw(struct reading *r, zip_file_t *f, bool deflated, cp_error *err)
 {
-	uint8_t *in = malloc(RAW_IN + RAW_OUT), *out = in + RAW_IN;
+	uint8_t *in = malloc(2 * RAW_IN + RAW_OUT), *out = in + RAW_IN, *spare = out + RAW_OUT;
 	z_stream zs;
 	zip_int64_t got = 0;
 	int zr = Z_OK;
@@ -212,6 +229,9 @@ static cp_status read_raw(struct reading *r, zip_file_t *f, bool deflated, cp_er
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->w->path);
 	}
 	while (!st && zr != Z_STREAM_END && (got = zip_fread(f, in, RAW_IN)) > 0) {
+		st = same_bytes(r, in, (size_t)got, spare, err);
+		if (st)
+			break;
 		if (!deflated) {
 			st = take(r, in, (size_t)got, err);
 			continue;
@@ -236,6 +256,25 @@ static cp_status read_raw(struct reading *r, zip_file_t *f, bool deflated, cp_er
 	return st;
 }
 
+/* Members of a method read_raw does not know are compared as libzip
+ * gives them compressed, then read through libzip. */
+static cp_status compare_raw(struct reading *r, zip_t *z, cp_error *err)
+{
+	zip_file_t *f = zip_fopen_index(z, r->i, ZIP_FL_COMPRESSED);
+	uint8_t *buf = malloc(2 * RAW_IN);
+	zip_int64_t got = 0;
+	cp_status st = f && buf ? CP_OK : bad(r->w, err, "a member cannot be read", r->w->m[r->i].name);
+
+	while (!st && (got = zip_fread(f, buf, RAW_IN)) > 0)
+		st = same_bytes(r, buf, (size_t)got, buf + RAW_IN, err);
+	if (!st && got < 0)
+		st = bad(r->w, err, "a member is corrupt", r->w->m[r->i].name);
+	if (f)
+		zip_fclose(f);
+	free(buf);
+	return st;
+}
+
 /* Member i read whole through z: its digest by md (RECORD's form) into hash,
  * its size into *size, its bytes to sink when there is one. */
 static cp_status stream_member(struct cp_wheel *w, zip_t *z, size_t i, const EVP_MD *md, member_sink sink,
@@ -244,13 +283,15 @@ static cp_status stream_member(struct cp_wheel *w, zip_t *z, size_t i, const EVP
 	int32_t method = w->m[i].comp_method;
 	bool raw = method == ZIP_CM_DEFLATE || method == ZIP_CM_STORE;
 	zip_file_t *f = zip_fopen_index(z, i, raw ? ZIP_FL_COMPRESSED : 0);
-	struct reading r = { w, i, sink, ctx, EVP_MD_CTX_new(), 0 };
+	struct reading r = { w, i, sink, ctx, EVP_MD_CTX_new(), 0, 0 };
 	uint8_t digest[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 	cp_status st = CP_OK;
 
 	if (!f || !r.md || !EVP_DigestInit_ex(r.md, md, NULL))
 		st = bad(w, err, "a member cannot be read", w->m[i].name);
+	if (!st && !raw)
+		st = compare_raw(&r, z, err);
 	if (!st)
 		st = raw ? read_raw(&r, f, method == ZIP_CM_DEFLATE, err) : read_by_libzip(&r, f, err);
 	if (!st && EVP_DigestFinal_ex(r.md, digest, &n))
@@ -433,6 +474,25 @@ static cp_status open_archive(struct cp_wheel *w, cp_error *err)
 	return st;
 }
 
+/* zip_layout.c's reading of the archive lists libzip's members, name for
+ * name in one order, with the same method and compressed size (and
+ * same_bytes compares their bytes as they are read). */
+static cp_status same_members(struct cp_wheel *w, cp_error *err)
+{
+	size_t i;
+
+	if (w->layout.n != w->n)
+		return cp_fail(err, CP_E_INPUT, "%s: the central directory and libzip disagree", w->path);
+	for (i = 0; i < w->n; i++) {
+		const struct cp_zip_span *s = &w->layout.m[i];
+
+		if (!cp_zip_span_named(s, w->m[i].raw_name) || s->comp_size != w->m[i].comp_size ||
+		    cp_zip_span_method(s) != (uint32_t)w->m[i].comp_method)
+			return bad(w, err, "the central directory and libzip disagree", w->m[i].name);
+	}
+	return CP_OK;
+}
+
 static cp_status open_wheel(const char *path, const struct cp_wheel *src, const bool *copied,
 			    bool (*defer)(const char *name), struct cp_wheel **out, cp_error *err)
 {
@@ -460,6 +520,10 @@ static cp_status open_wheel(const char *path, const struct cp_wheel *src, const 
 	if (!st && total > CP_WHEEL_MAX_TOTAL)
 		st = cp_fail(err, CP_E_INPUT, "%s: the members declare %llu bytes in all, more than cypatch unpacks",
 			     path, (unsigned long long)total);
+	if (!st)
+		st = cp_zip_layout_read(w->fd, w->path, &w->layout, err);
+	if (!st)
+		st = same_members(w, err);
 	if (!st)
 		st = check_names(w, err);
 	if (!st)
@@ -491,6 +555,7 @@ void cp_wheel_close(struct cp_wheel *w)
 		free(w->m[i].raw_name);
 	}
 	free(w->m);
+	cp_zip_layout_free(&w->layout);
 	free(w->unchecked);
 	free(w->dist_info);
 	cp_record_free(&w->record);

@@ -13,6 +13,7 @@
 #include <zip.h>
 #include "cypatch.h"
 #include "record.h"
+#include "zip_layout.h"
 
 /* Bounds on what a member may declare (zip bombs). */
 #define CP_WHEEL_MAX_MEMBER (4ull << 30)
@@ -34,6 +35,7 @@ struct cp_wheel {
 	char *path;
 	int fd;               /* the archive, read through zip_source.h */
 	zip_t *zip;
+	struct cp_zip_layout layout; /* zip_layout.c's reading: libzip's members, name for name and byte for byte */
 	struct cp_wheel_member *m;
 	size_t n;
 	bool *unchecked;      /* per member: RECORD not yet compared (deferred) */

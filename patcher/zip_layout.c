@@ -236,6 +236,8 @@ static cp_status measure(int fd, const char *path, struct cp_zip_layout *l, cp_e
 		else if (head = LFH_LEN + (uint64_t)cp_get16(h + 26) + cp_get16(h + 28),
 			 head > s->len || s->comp_size > s->len - head)
 			st = bad(err, path, "a member's data runs into the next member");
+		else
+			s->data = s->off + head;
 	}
 	free(o);
 	return st;
@@ -262,6 +264,11 @@ bool cp_zip_span_named(const struct cp_zip_span *s, const char *name)
 	size_t n = cp_get16(s->cd + 28);
 
 	return strlen(name) == n && !memcmp(s->cd + CDR_LEN, name, n);
+}
+
+uint32_t cp_zip_span_method(const struct cp_zip_span *s)
+{
+	return cp_get16(s->cd + 10);
 }
 
 /* The record rebuilt with its offset in or out of the zip64 field: the

@@ -22,6 +22,7 @@ struct cp_zip_span {
 	uint64_t off;      /* its local header */
 	uint64_t len;      /* to the next member's local header or the central directory */
 	uint64_t comp_size;
+	uint64_t data;     /* its data, after the local header */
 	const uint8_t *cd; /* its central directory record, inside the layout */
 	size_t cd_len;
 };
@@ -38,6 +39,9 @@ cp_status cp_zip_layout_read(int fd, const char *path, struct cp_zip_layout *l, 
 
 /* Whether span s's central directory record names `name`. */
 bool cp_zip_span_named(const struct cp_zip_span *s, const char *name);
+
+/* Span s's compression method, as its central directory record says. */
+uint32_t cp_zip_span_method(const struct cp_zip_span *s);
 
 /* Offsets at or past this are written in zip64 fields (cp_zip_record_moved). */
 #define CP_ZIP64_AT 0xffffffffull

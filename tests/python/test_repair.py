@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
+import zlib
 
 import pytest
 
@@ -646,6 +647,99 @@ def second_eocd(path):
     fake[12:20] = struct.pack("<II", len(copy), at + 22)
     eocd[20:22] = struct.pack("<H", len(copy) + len(fake))
     open(path, "wb").write(bytes(data[:at] + eocd + copy + fake))
+
+
+def forge_crc(payload, crc):
+    """Four bytes that, after payload, give the CRC-32 `crc` (the CRC is
+    affine in those bytes: solve for them bit by bit over GF(2))."""
+    base = zlib.crc32(payload + b"\0\0\0\0")
+    cols = [zlib.crc32(payload + (1 << k).to_bytes(4, "little")) ^ base for k in range(32)]
+    rows, want = [(cols[k], 1 << k) for k in range(32)], base ^ crc
+    basis = {}
+    for v, x in rows:
+        for bit in range(31, -1, -1):
+            if not (v >> bit) & 1:
+                continue
+            if bit not in basis:
+                basis[bit] = (v, x)
+                break
+            v, x = v ^ basis[bit][0], x ^ basis[bit][1]
+    sol = 0
+    for bit in range(31, -1, -1):
+        if (want >> bit) & 1:
+            want, sol = want ^ basis[bit][0], sol ^ basis[bit][1]
+    assert want == 0
+    forged = payload + sol.to_bytes(4, "little")
+    assert zlib.crc32(forged) == crc
+    return forged
+
+
+def second_directory_hiding(path, name, evil):
+    """A second central directory in the first end record's comment, like
+    the first but for member `name` (stored), whose record points at a
+    local header of its own holding `evil`, as long as the original and
+    with its CRC-32: names, order, sizes and CRCs agree between the
+    directories, one offset does not. The hidden member lies between the
+    first two members, so that both directories span the same bytes (libzip
+    keeps the first of two directories that do; zipfile, unzip and
+    zip_layout.c read the last)."""
+    data = bytearray(open(path, "rb").read())
+    at = data.rfind(b"PK\x05\x06")
+    eocd = bytearray(data[at:at + 22])
+    n, size, off = struct.unpack("<HII", eocd[10:20])
+    records, i = [], off
+    while i < off + size:
+        rec_len = 46 + sum(struct.unpack("<HHH", data[i + 28:i + 34]))
+        records.append(bytearray(data[i:i + rec_len]))
+        i += rec_len
+    rec = next(r for r in records if r[46:46 + struct.unpack("<H", r[28:30])[0]] == name.encode())
+    lho = struct.unpack("<I", rec[42:46])[0]
+    lh_len = 30 + sum(struct.unpack("<HH", data[lho + 26:lho + 30]))
+    csize, crc = struct.unpack("<I", rec[20:24])[0], struct.unpack("<I", rec[16:20])[0]
+    assert struct.unpack("<H", rec[10:12])[0] == 0, "the member must be stored"
+    hidden = bytes(data[lho:lho + lh_len]) + forge_crc(evil.ljust(csize - 4, b" "), crc)
+    second = sorted(struct.unpack("<I", r[42:46])[0] for r in records)[1]
+    assert second != lho
+    for r in records:
+        o = struct.unpack("<I", r[42:46])[0]
+        r[42:46] = struct.pack("<I", o + len(hidden) if o >= second else o)
+    head = bytes(data[:second]) + hidden + bytes(data[second:off])
+    fake_rec = bytearray(rec)
+    fake_rec[42:46] = struct.pack("<I", second)
+    cd1 = b"".join(bytes(r) for r in records)
+    cd2 = b"".join(bytes(fake_rec) if r is rec else bytes(r) for r in records)
+    eocd[16:20] = struct.pack("<I", len(head))
+    fake = bytearray(eocd)
+    fake[12:20] = struct.pack("<II", len(cd2), len(head) + len(cd1) + 22)
+    eocd[20:22] = struct.pack("<H", len(cd2) + len(fake))
+    open(path, "wb").write(head + cd1 + bytes(eocd) + cd2 + bytes(fake))
+
+
+def test_a_second_directory_that_hides_a_members_bytes_is_refused(tmp_path):
+    """Issue 18 case 6: RECORD was checked against the bytes one reader
+    found and the other reader's were copied into the output."""
+    wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
+    files = dict(DEMO, **{"demo/api.py": b"from cuda import cuda\n",
+                          "demo/run.py": b"print('the member RECORD promises')\n" + b"#" * 64 + b"\n"})
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_STORED) as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+        z.writestr("demo-1.0.dist-info/RECORD", "\n".join(record_of(files) + ["demo-1.0.dist-info/RECORD,,"]) + "\n")
+    second_directory_hiding(wheel, "demo/run.py", b"print('not what RECORD promised')\n#")
+    with zipfile.ZipFile(wheel) as z:
+        seen = z.read("demo/run.py")
+    for mode in ("fallback", "legacy"):
+        out = tmp_path / ("out-" + mode)
+        proc = repair(wheel, out, mode, check=None)
+        if proc.returncode == 0:
+            with zipfile.ZipFile(str(out / os.path.basename(wheel))) as z:
+                assert z.read("demo/run.py") == files["demo/run.py"], (mode, seen)
+            continue
+        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and ("the central directory and libzip disagree" in lines[0] or
+                                    "RECORD does not match: demo/run.py" in lines[0]), lines
+        assert os.listdir(out) == []
 
 
 def hostile_18(case, tmp_path):
