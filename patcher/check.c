@@ -53,11 +53,13 @@ static cp_status from_imports_kept(const cp_scan *a, const cp_scan *b, int targe
 
 	for (i = 0; i < a->nrefs; i++) {
 		const struct cp_ref *r = &a->refs[i];
-		const char *t = r->layout == target ? r->module : cp_rules_map(a->rules, r->module, target);
-		const char *dot = t ? strrchr(t, '.') : NULL;
+		const char *t, *dot;
 
+		/* only a from-import's module is sure to be known here */
 		if (r->kind != CP_K_FROMIMPORT || !cp_ref_is_live(r))
 			continue;
+		t = r->layout == target ? r->module : cp_rules_map(a->rules, r->module, target);
+		dot = t ? strrchr(t, '.') : NULL;
 		if (!dot || !cp_scan_has_pyname(b, t, (size_t)(dot - t)) || !cp_scan_has_pyname(b, dot + 1, strlen(dot + 1)))
 			return cp_fail(err, CP_E_INPUT, "%s: check failed: from %s import %s has no counterpart "
 				       "in the output (from %.*s import %s)", path, r->package, r->name,

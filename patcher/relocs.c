@@ -68,6 +68,41 @@ static cp_status push_reloc(cp_image *img, size_t *cap, uint64_t off, uint32_t t
 	return CP_OK;
 }
 
+/* Whether [va, va+8) lies in the memory image of one PT_LOAD. */
+static bool place_loaded(const cp_image *img, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < img->nseg; i++) {
+		const struct cp_segment *g = &img->seg[i];
+
+		if (g->type == PT_LOAD && va >= g->vaddr && g->memsz >= 8 && va - g->vaddr <= g->memsz - 8)
+			return true;
+	}
+	return false;
+}
+
+/* A dynamic relocation ld.so applies as the scan reads it: at a place it
+ * maps (elsewhere it writes into whatever lies there, and a patch that
+ * adds a segment changes what does), and a symbol binding without an
+ * addend (lazy binding ignores it, eager binding adds it: the function
+ * called would depend on LD_BIND_NOW). */
+static cp_status dynamic_reloc_ok(const cp_image *img, const struct cp_section *s, const Elf64_Rela *r,
+				  cp_error *err)
+{
+	uint32_t type = (uint32_t)ELF64_R_TYPE(r->r_info);
+
+	if (!(s->flags & SHF_ALLOC))
+		return CP_OK;
+	if (!place_loaded(img, r->r_offset))
+		return cp_fail(err, CP_E_INPUT, "%s: %s: a relocation writes at %#llx, outside the loaded segments",
+			       img->path, s->name, (unsigned long long)r->r_offset);
+	if ((type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) && r->r_addend)
+		return cp_fail(err, CP_E_INPUT, "%s: %s: the symbol binding at %#llx has an addend (%#llx)", img->path,
+			       s->name, (unsigned long long)r->r_offset, (unsigned long long)r->r_addend);
+	return CP_OK;
+}
+
 static cp_status read_rela(cp_image *img, const struct cp_section *s, size_t *cap, cp_error *err)
 {
 	size_t i, n = s->size / sizeof(Elf64_Rela);
@@ -83,7 +118,9 @@ static cp_status read_rela(cp_image *img, const struct cp_section *s, size_t *ca
 		if (!p)
 			return cp_fail(err, CP_E_INPUT, "%s: %s lies outside the file", img->path, s->name);
 		memcpy(&r, p, sizeof(r));
-		st = push_reloc(img, cap, r.r_offset, (uint32_t)ELF64_R_TYPE(r.r_info),
+		st = dynamic_reloc_ok(img, s, &r, err);
+		if (!st)
+			st = push_reloc(img, cap, r.r_offset, (uint32_t)ELF64_R_TYPE(r.r_info),
 				(uint32_t)ELF64_R_SYM(r.r_info), r.r_addend,
 				s->offset + i * sizeof(Elf64_Rela), err);
 		if (st)
@@ -163,6 +200,13 @@ static cp_status build_got(cp_image *img, cp_error *err)
 	}
 	if (img->ngot)
 		qsort(img->got, img->ngot, sizeof(*img->got), by_addr);
+	/* ld.so writes each; the last wins, and which name the slot holds
+	 * depends on the order of calls: no reading of the code could say */
+	for (i = 1; i < img->ngot; i++)
+		if (img->got[i].addr == img->got[i - 1].addr)
+			return cp_fail(err, CP_E_INPUT, "%s: two relocations bind the GOT slot at %#llx (%s and %s)",
+				       img->path, (unsigned long long)img->got[i].addr, img->got[i - 1].name,
+				       img->got[i].name);
 	return CP_OK;
 }
 

@@ -52,6 +52,7 @@ def elf_seeds(corpus, out):
     sos += glob.glob(os.path.join(corpus, "foreign", "*", "*.so"))
     copy_seeds(sos, os.path.join(out, "elf"))
     copy_seeds(small_sos(corpus, 2), os.path.join(out, "patch"))
+    copy_seeds(small_sos(corpus, 2), os.path.join(out, "elf_fields"))
 
 
 def rules_seeds(out):

@@ -462,7 +462,8 @@ def test_full_file_system(tmp_path):
 # --- what the fuzzers found ---------------------------------------------------
 
 REPRODUCERS = sorted(glob.glob(os.path.join(FUZZ_REPRODUCERS, "elf", "*")) +
-                     glob.glob(os.path.join(FUZZ_REPRODUCERS, "patch", "*")))
+                     glob.glob(os.path.join(FUZZ_REPRODUCERS, "patch", "*")) +
+                     glob.glob(os.path.join(FUZZ_REPRODUCERS, "elf_fields", "*")))
 
 
 @pytest.mark.skipif(not REPRODUCERS, reason="the fuzzers have found no crash to keep a reproducer of")
@@ -481,6 +482,40 @@ def test_fuzz_reproducer(tmp_path, path):
             assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("cypatch: "), proc.stderr
         if args[-2] != "--in-place":
             assert digest(src) == before
+
+
+def rela_plt(n):
+    """File offset of entry n of the sample's .rela.plt."""
+    return ELF.sec[ELF.index(".rela.plt")][4] + 24 * n
+
+
+# fuzz_elf_fields' finds, replayed by scripts/fuzz_replay_elf: inputs that
+# import (or happened to), whose outputs cypatch wrote with exit 0 and
+# CPython then crashed in one import out of six. The reproducer holds all
+# three changes; each case below makes one of them alone.
+GOT_CASES = [
+    ("place-outside", lambda: [(rela_plt(3), "<Q", len(ELF.data) + 0x10000)],
+     "a relocation writes at %#x, outside the loaded segments" % (len(ELF.data) + 0x10000)),
+    ("binding-addend", lambda: [(rela_plt(3) + 16, "<q", 0x8000000)], "has an addend (0x8000000)"),
+    ("slot-twice", lambda: [(rela_plt(3), "<Q", struct.unpack_from("<Q", ELF.data, rela_plt(4))[0])],
+     "two relocations bind the GOT slot at"),
+]
+
+
+@pytest.mark.parametrize("name,changes,message", GOT_CASES, ids=[c[0] for c in GOT_CASES])
+def test_symbol_bindings_ld_so_would_apply_differently(tmp_path, name, changes, message):
+    """A JUMP_SLOT moved outside the segments (ld.so writes into whatever
+    is mapped there, and a patch that adds a segment changes what is), given
+    an addend (lazy binding ignores it, eager binding adds it), or moved
+    onto another's slot (the slot holds whichever function was called
+    last)."""
+    refused(write(tmp_path, name + ".so", ELF.with_changes(*changes())), message, tmp_path)
+
+
+def test_the_fuzzers_got_find_is_refused(tmp_path):
+    path = os.path.join(FUZZ_REPRODUCERS, "elf_fields", "flaky-symbol-bindings")
+    refused(write(tmp_path, "got.so", open(path, "rb").read()), "the symbol binding at 0x6fa0 has an addend (0x1000)",
+            tmp_path)
 
 
 # --- issue 18 case 12: --in-place keeps the replaced file's owner ---------------
