@@ -2,6 +2,7 @@
  * copy_ahead.c - the input copied on a second thread (see copy_ahead.h).
  */
 #include "copy_ahead.h"
+#include "cleanup_on_signal.h"
 #include "write.h"
 
 #include <errno.h>
@@ -47,7 +48,7 @@ int cp_copy_ahead_start(int in, int out, uint64_t size, struct cp_copy_ahead **c
 	c->out = out;
 	c->size = size;
 	atomic_init(&c->stop, false);
-	e = pthread_create(&c->thread, NULL, copy_chunks, c);
+	e = cp_cleanup_thread(&c->thread, copy_chunks, c);
 	if (e) {
 		free(c);
 		errno = e;

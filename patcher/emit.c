@@ -269,9 +269,9 @@ cp_status cp_emit_write(const struct cp_delta *d, int fd, const char *target, bo
 
 	for (i = 0; i < d->nrun; i++)
 		if (cp_write_all_at(fd, d->run[i].bytes, d->run[i].len, d->run[i].off))
-			return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
+			return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, cp_write_strerror(errno));
 	if (cp_write_all_at(fd, d->tail, d->size - d->in_size, d->in_size))
-		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno));
+		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, cp_write_strerror(errno));
 	cp_write_start_writeback(fd, sync); /* while the check runs */
 	return CP_OK;
 }

@@ -96,7 +96,7 @@ static cp_status copy_input(const cp_image *img, struct output *w, const char *t
 	} else {
 		r = cp_write_copy_range(img->fd, 0, w->fd, 0, img->size);
 	}
-	return r ? cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(errno)) : CP_OK;
+	return r ? cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, cp_write_strerror(errno)) : CP_OK;
 }
 
 /* Emit, re-sign, write beside `target`, check, rename. */

@@ -3,6 +3,7 @@
  * site-packages directory, decided from the files alone (see predict.h).
  */
 #include "predict.h"
+#include "cleanup_on_signal.h"
 #include "error.h"
 #include "exports.h"
 #include "image.h"
@@ -518,6 +519,7 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 		if (!st) {
 			st = predict_file(c, tmp, w->m[i].name, exts, err);
 			unlink(tmp);
+			cp_cleanup_remove(tmp); /* registered by cp_write_temp, never renamed */
 		}
 		if (!st && json_array_size(exts) > before && tree && c->cuda_major && tree != c->cuda_major)
 			skip_tree(exts, tree, c->cuda_major);

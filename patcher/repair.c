@@ -8,12 +8,14 @@
  * is written by repair_write.c.
  */
 #include "repair_job.h"
+#include "cleanup_on_signal.h"
 #include "error.h"
 #include "pysource.h"
 #include "rules.h"
 #include "requires.h"
 #include "wheel.h"
 #include "wheel_name.h"
+#include "write.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,10 +92,10 @@ static cp_status unpack(struct job *j, size_t i, const char *path, bool *module)
 	cp_status st;
 
 	if (fd < 0)
-		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, strerror(errno));
+		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
 	st = cp_wheel_extract(j->w, i, fd, "PyInit_", module, j->err);
 	if (close(fd) && !st)
-		st = cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, strerror(errno));
+		st = cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
 	return st;
 }
 
@@ -344,7 +346,7 @@ static void start_settler(struct job *j)
 
 	if (!betting(j) || cp_wheel_reader(j->w, &j->s.z, &ignored))
 		return;
-	j->s.running = !pthread_create(&j->s.thread, NULL, settle, j);
+	j->s.running = !cp_cleanup_thread(&j->s.thread, settle, j);
 	if (!j->s.running) {
 		zip_discard(j->s.z);
 		j->s.z = NULL;
@@ -391,6 +393,39 @@ bool cp_repair_untouched(const struct job *j)
 	return !j->res->npatched && !j->res->metadata_changed && !j->res->nsources;
 }
 
+/* The names a file in the private directory can have, unpacked or
+ * written, and then the directory (cleanup_on_signal.h): a signal removes
+ * each, whether or not it exists by then, then the directory. The
+ * patcher's temporary beside out.so registers itself (write.c). */
+static const char *const scratch_names[] = { "in.so", "out.so", "changed.zip" };
+#define NSCRATCH (sizeof(scratch_names) / sizeof(scratch_names[0]))
+
+static void register_dir(struct job *j)
+{
+	char path[4200];
+	size_t i;
+
+	cp_cleanup_add(j->dir, true);
+	for (i = 0; i < NSCRATCH; i++) {
+		snprintf(path, sizeof(path), "%s/%s", j->dir, scratch_names[i]);
+		cp_cleanup_add(path, false);
+	}
+}
+
+static void unregister_dir(struct job *j)
+{
+	char path[4200];
+	size_t i;
+
+	if (!j->dir[0])
+		return;
+	for (i = 0; i < NSCRATCH; i++) {
+		snprintf(path, sizeof(path), "%s/%s", j->dir, scratch_names[i]);
+		cp_cleanup_remove(path);
+	}
+	cp_cleanup_remove(j->dir);
+}
+
 static void cleanup(struct job *j)
 {
 	cp_error ignored;
@@ -411,6 +446,7 @@ static void cleanup(struct job *j)
 	free(j->note_name);
 	if (j->dir[0])
 		rmdir(j->dir);
+	unregister_dir(j);
 	cp_wheel_close(j->w);
 }
 
@@ -426,10 +462,21 @@ static cp_status alloc_job(struct job *j)
 	j->group = calloc(n, sizeof(*j->group));
 	if (!j->data || !j->len || !j->bet || !j->lost || !j->group)
 		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
-	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s/.cypatch-XXXXXX", j->o->outdir) < sizeof(j->dir) &&
-	    !mkdtemp(j->dir)) {
-		j->dir[0] = '\0';
-		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->o->outdir, strerror(errno));
+	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s/.cypatch-XXXXXX", j->o->outdir) < sizeof(j->dir)) {
+		sigset_t old;
+		bool made;
+		int saved;
+
+		cp_cleanup_hold(&old); /* registered before a signal is taken */
+		made = mkdtemp(j->dir) != NULL;
+		saved = errno;
+		if (made)
+			register_dir(j);
+		cp_cleanup_release(&old);
+		if (!made) {
+			j->dir[0] = '\0';
+			return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->o->outdir, strerror(saved));
+		}
 	}
 	return CP_OK;
 }

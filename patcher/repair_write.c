@@ -12,6 +12,7 @@
  * archive and copied from there. The result is read back and checked like
  * any input wheel before it is renamed into place.
  */
+#include "cleanup_on_signal.h"
 #include "error.h"
 #include "repair_job.h"
 #include "write.h"
@@ -186,7 +187,7 @@ static cp_status open_output(struct job *j)
 	cp_status st = cp_write_open(j->res->out, 0644, out->tmp, sizeof(out->tmp), &out->fd, j->err);
 
 	if (!st)
-		st = cp_zip_splice_new(out->fd, out->tmp, CP_ZIP64_AT, &out->z, j->err);
+		st = cp_zip_splice_new(out->fd, j->res->out, CP_ZIP64_AT, &out->z, j->err); /* named in messages */
 	if (st)
 		cp_repair_drop_output(j);
 	return st;
@@ -205,7 +206,7 @@ cp_status cp_repair_start_output(struct job *j)
 		return CP_OK; /* untouched unless a bet is lost: nothing to begin */
 	st = open_output(j);
 	if (!st)
-		j->out.copying = !pthread_create(&j->out.ahead, NULL, copy_first, j);
+		j->out.copying = !cp_cleanup_thread(&j->out.ahead, copy_first, j);
 	return st; /* no thread: the first group is added when the rest is */
 }
 

@@ -175,7 +175,7 @@ static cp_status take(struct reading *r, const uint8_t *p, size_t n, cp_error *e
 		return bad(w, err, "a member holds more than it declares", w->m[r->i].name);
 	if (r->sink && r->sink(r->ctx, p, n))
 		return cp_fail(err, CP_E_IO, "%s: %s: cannot unpack it: %s", w->path, w->m[r->i].name,
-			       strerror(errno));
+			       cp_write_strerror(errno));
 	return CP_OK;
 }
 

@@ -6,6 +6,7 @@
  * the new one may be empty. A replaced file keeps its owner and group.
  */
 #include "write.h"
+#include "cleanup_on_signal.h"
 #include "error.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +25,17 @@ static void dir_of(const char *path, char *dir, size_t n)
 
 	snprintf(copy, sizeof(copy), "%s", path);
 	snprintf(dir, n, "%s", dirname(copy));
+}
+
+const char *cp_write_strerror(int e)
+{
+	struct rlimit rl;
+
+	/* SIGXFSZ is ignored while writing (cleanup_on_signal.h): a write past
+	 * RLIMIT_FSIZE fails with EFBIG instead of killing cypatch */
+	if (e == EFBIG && !getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		return "file size limit exceeded (SIGXFSZ)";
+	return strerror(e);
 }
 
 int cp_write_all(int fd, const uint8_t *p, size_t n)
@@ -68,18 +81,26 @@ cp_status cp_write_open(const char *target, mode_t mode, char *tmp, size_t tmpsz
 			cp_error *err)
 {
 	char dir[4096];
+	sigset_t old;
+	int saved;
 
 	dir_of(target, dir, sizeof(dir));
 	if ((size_t)snprintf(tmp, tmpsz, "%s/.cypatch-XXXXXX", dir) >= tmpsz)
 		return cp_fail(err, CP_E_IO, "%s: path too long", target);
+	/* registered before a signal can be taken (cleanup_on_signal.h) */
+	cp_cleanup_hold(&old);
 	*fd = mkstemp(tmp);
+	saved = errno;
+	if (*fd >= 0)
+		cp_cleanup_add(tmp, false);
+	cp_cleanup_release(&old);
 	if (*fd < 0)
-		return cp_fail(err, CP_E_IO, "%s: cannot create a file in %s: %s", target, dir, strerror(errno));
+		return cp_fail(err, CP_E_IO, "%s: cannot create a file in %s: %s", target, dir, strerror(saved));
 	if (keep_owner(*fd, target, mode)) {
 		int saved = errno;
 
 		cp_write_discard(*fd, tmp);
-		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
+		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, cp_write_strerror(saved));
 	}
 	return CP_OK;
 }
@@ -93,7 +114,8 @@ cp_status cp_write_close(int fd, const char *tmp, const char *target, bool sync,
 	saved = errno;
 	close(fd); /* after a failed fsync; EBADF after a failed close */
 	unlink(tmp);
-	return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
+	cp_cleanup_remove(tmp);
+	return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, cp_write_strerror(saved));
 }
 
 void cp_write_start_writeback(int fd, bool sync)
@@ -106,6 +128,7 @@ void cp_write_discard(int fd, const char *tmp)
 {
 	close(fd);
 	unlink(tmp);
+	cp_cleanup_remove(tmp);
 }
 
 cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mode_t mode,
@@ -120,7 +143,7 @@ cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mod
 		int saved = errno;
 
 		cp_write_discard(fd, tmp);
-		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, strerror(saved));
+		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, cp_write_strerror(saved));
 	}
 	return cp_write_close(fd, tmp, target, true, err);
 }
@@ -130,12 +153,15 @@ cp_status cp_write_commit(const char *tmp, const char *target, bool sync, cp_err
 	char dir[4096];
 	int fd;
 
+	cp_cleanup_committing(target);
 	if (rename(tmp, target)) {
 		int saved = errno;
 
 		unlink(tmp);
+		cp_cleanup_remove(tmp);
 		return cp_fail(err, CP_E_IO, "%s: cannot replace it: %s", target, strerror(saved));
 	}
+	cp_cleanup_remove(tmp);
 	if (!sync)
 		return CP_OK;
 	dir_of(target, dir, sizeof(dir));
@@ -225,7 +251,7 @@ cp_status cp_write_copy(const char *src, const char *target, mode_t mode, bool s
 		int saved = errno;
 
 		cp_write_discard(fd, tmp);
-		st = cp_fail(err, CP_E_IO, "%s: writing the copy failed: %s", target, strerror(saved));
+		st = cp_fail(err, CP_E_IO, "%s: writing the copy failed: %s", target, cp_write_strerror(saved));
 	} else if (!st) {
 		st = cp_write_close(fd, tmp, target, sync, err);
 	}

@@ -8,6 +8,10 @@
 #include <sys/types.h>
 #include "cypatch.h"
 
+/* strerror(e), but for EFBIG under a file size limit (ulimit -f):
+ * "file size limit exceeded (SIGXFSZ)". */
+const char *cp_write_strerror(int e);
+
 /* write(2) until all n bytes are written or it fails (-1, errno set). */
 int cp_write_all(int fd, const uint8_t *p, size_t n);
 

@@ -30,7 +30,7 @@ struct cp_zip_splice {
 
 static cp_status failed(cp_zip_splice *z, cp_error *err)
 {
-	return cp_fail(err, CP_E_IO, "%s: writing the archive failed: %s", z->path, strerror(errno));
+	return cp_fail(err, CP_E_IO, "%s: writing the archive failed: %s", z->path, cp_write_strerror(errno));
 }
 
 cp_status cp_zip_splice_new(int out, const char *path, uint64_t zip64_at, cp_zip_splice **s, cp_error *err)

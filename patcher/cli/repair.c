@@ -1,6 +1,7 @@
 /* repair.c - `cypatch repair`: the wheel step of a packaging pipeline. */
 #include "common.h"
 
+#include "cleanup_on_signal.h"
 #include "error.h"
 #include "repair.h"
 
@@ -221,11 +222,17 @@ int cmd_repair(int argc, char **argv)
 	all = json_array();
 	for (i = optind; i < argc; i++) {
 		struct cp_repair_result r;
+		char out[4200];
 		cp_status st;
 
 		if (tty)
 			fprintf(stderr, "[%d/%d] %s\n", i - optind + 1, argc - optind, argv[i]);
+		/* the path cp_repair_wheel writes: a signal now removes its
+		 * temporaries and exits 2 naming it */
+		snprintf(out, sizeof(out), "%s/%s", o.r.outdir, file_name(argv[i]));
+		cp_cleanup_begin(out);
 		st = cp_repair_wheel(argv[i], rules, &o.r, &r, &err);
+		cp_cleanup_end();
 		if (st) {
 			cli_error(&err);
 			first = first ? first : (int)st;

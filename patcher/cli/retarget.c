@@ -2,6 +2,7 @@
  * that it binds to the other layout. */
 #include "common.h"
 
+#include "cleanup_on_signal.h"
 #include "error.h"
 #include "patch.h"
 #include "rules.h"
@@ -165,7 +166,10 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 		po.dry_run = stdout;
 		printf("%s: the plan for the %s layout:\n", o->input, o->layout);
 	}
+	if (!o->dry_run)
+		cp_cleanup_begin(dest); /* a signal now removes the temporary file and exits 2 */
 	st = cp_patch_file(o->input, dest, rules, &po, &r, err);
+	cp_cleanup_end();
 	if (!st && r.outcome == CP_NOT_EXTENSION)
 		st = err->code = CP_E_INPUT; /* the scan's message says why */
 	if (!st && r.outcome == CP_NOTHING_MAPPED)
