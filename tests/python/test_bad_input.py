@@ -286,7 +286,7 @@ def test_load_segment_retyped(tmp_path, module, p_type):
                            "lies in no PT_LOAD segment", d)
 
 
-@pytest.mark.parametrize("command", ["show", "fallback"])
+@pytest.mark.parametrize("command", ["show", "fallback", "check"])
 def test_truncated_while_read(tmp_path, command):
     """Another process cuts the input to one page while cypatch reads it (a
     race: each run is cut at a random moment of its first milliseconds).
@@ -300,7 +300,8 @@ def test_truncated_while_read(tmp_path, command):
     for k in range(60):
         p = write(tmp_path, "cut.so", ELF.data)
         target = str(out / "cut.so")
-        args = ["show", p] if command == "show" else ["--target-layout", "fallback", "-o", target, p]
+        args = {"show": ["show", p], "fallback": ["--target-layout", "fallback", "-o", target, p],
+                "check": ["check", "--against", MANIFEST["providers"]["bindings"], p]}[command]
         proc = subprocess.Popen([CYPATCH] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(rng.uniform(0, 0.004))
         os.truncate(p, 4096)
