@@ -10,6 +10,7 @@
 #include "names.h"
 
 #include <ini.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,11 @@ void cp_rules_free(cp_rules *r)
 	}
 	for (i = 0; i < r->nfiles; i++)
 		free(r->files[i]);
+	for (i = 0; i < r->npkg; i++)
+		free(r->pkg[i].name);
+	free(r->pkg);
+	free(r->pkg_slot);
+	free(r->name_slot);
 	free(r->mod);
 	free(r->mangle);
 	free(r->files);
@@ -66,60 +72,154 @@ int cp_rules_layout_index(const cp_rules *r, const char *name)
 	return -1;
 }
 
-int cp_rules_module_layout(const cp_rules *r, const char *module)
+/* FNV-1a of a NUL-terminated name, or of its first len bytes. */
+static size_t hash_name(const char *s, size_t len)
 {
+	uint64_t h = 0xcbf29ce484222325ULL;
 	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	return (size_t)h;
+}
+
+static const char *slot_name(const cp_rules *r, size_t v)
+{
+	return r->mod[(v - 1) / 2].name[(v - 1) % 2];
+}
+
+/* The name table's slot of name: the one holding it, or the free one
+ * where it would go. */
+static size_t *name_slot(const cp_rules *r, const char *name)
+{
+	size_t i = hash_name(name, strlen(name)) & (r->nname_slot - 1);
+
+	while (r->name_slot[i] && strcmp(slot_name(r, r->name_slot[i]), name) != 0)
+		i = (i + 1) & (r->nname_slot - 1);
+	return &r->name_slot[i];
+}
+
+/* Module m and side k, or -1 when no module has that name. */
+static long find_name(const cp_rules *r, const char *name, int *k)
+{
+	size_t v;
+
+	if (!r->nname_slot)
+		return -1;
+	v = *name_slot(r, name);
+	if (!v)
+		return -1;
+	*k = (int)((v - 1) % 2);
+	return (long)((v - 1) / 2);
+}
+
+static size_t *pkg_slot(const cp_rules *r, const char *name, size_t len)
+{
+	size_t i = hash_name(name, len) & (r->npkg_slot - 1);
+
+	while (r->pkg_slot[i] && (strncmp(r->pkg[r->pkg_slot[i] - 1].name, name, len) != 0 ||
+				  r->pkg[r->pkg_slot[i] - 1].name[len] != '\0'))
+		i = (i + 1) & (r->npkg_slot - 1);
+	return &r->pkg_slot[i];
+}
+
+/* Doubles a table of slots (values v + 1, 0 free) to keep it at most half
+ * full after `want` entries; `rehash` gives a value's new slot. */
+static int grow_slots(cp_rules *r, size_t **slot, size_t *nslot, size_t want,
+		      size_t *(*rehash)(const cp_rules *, size_t))
+{
+	size_t *old = *slot, nold = *nslot, i;
+
+	if (2 * want <= nold)
+		return 0;
+	*nslot = nold ? 2 * nold : 64;
+	*slot = calloc(*nslot, sizeof(**slot));
+	if (!*slot) {
+		*slot = old;
+		*nslot = nold;
+		return -1;
+	}
+	for (i = 0; i < nold; i++)
+		if (old[i])
+			*rehash(r, old[i]) = old[i];
+	free(old);
+	return 0;
+}
+
+static size_t *rehash_name(const cp_rules *r, size_t v)
+{
+	return name_slot(r, slot_name(r, v));
+}
+
+static size_t *rehash_pkg(const cp_rules *r, size_t v)
+{
+	const char *n = r->pkg[v - 1].name;
+
+	return pkg_slot(r, n, strlen(n));
+}
+
+/* Indexes module m's names, and the packages above them. */
+static int index_module(cp_rules *r, size_t m)
+{
 	int k;
 
-	for (i = 0; i < r->nmod; i++)
-		for (k = 0; k < 2; k++)
-			if (strcmp(r->mod[i].name[k], module) == 0)
-				return r->mod[i].layout[k];
-	return -1;
+	if (grow_slots(r, &r->name_slot, &r->nname_slot, 2 * (m + 1), rehash_name))
+		return -1;
+	for (k = 0; k < 2; k++) {
+		const char *name = r->mod[m].name[k], *dot;
+
+		*name_slot(r, name) = 2 * m + (size_t)k + 1;
+		for (dot = strchr(name, '.'); dot; dot = strchr(dot + 1, '.')) {
+			size_t len = (size_t)(dot - name), *slot;
+
+			if (grow_slots(r, &r->pkg_slot, &r->npkg_slot, r->npkg + 1, rehash_pkg))
+				return -1;
+			slot = pkg_slot(r, name, len);
+			if (*slot) {
+				struct cp_package *p = &r->pkg[*slot - 1];
+
+				if (p->layout != r->mod[m].layout[k])
+					p->layout = -1;
+				continue;
+			}
+			if (CP_GROW(r->pkg, r->cappkg, r->npkg + 1))
+				return -1;
+			r->pkg[r->npkg].name = strndup(name, len);
+			if (!r->pkg[r->npkg].name)
+				return -1;
+			r->pkg[r->npkg].layout = r->mod[m].layout[k];
+			*slot = ++r->npkg;
+		}
+	}
+	return 0;
+}
+
+int cp_rules_module_layout(const cp_rules *r, const char *module)
+{
+	int k;
+	long m = find_name(r, module, &k);
+
+	return m < 0 ? -1 : r->mod[m].layout[k];
 }
 
 const char *cp_rules_map(const cp_rules *r, const char *module, int target)
 {
-	size_t i;
 	int k;
+	long m = find_name(r, module, &k);
 
-	for (i = 0; i < r->nmod; i++)
-		for (k = 0; k < 2; k++)
-			if (strcmp(r->mod[i].name[k], module) == 0 &&
-			    r->mod[i].layout[!k] == target)
-				return r->mod[i].name[!k];
-	return NULL;
-}
-
-/* True when `pkg` is a proper dotted prefix of `name` ("a.b" of "a.b.c"). */
-static int is_package_of(const char *pkg, const char *name)
-{
-	size_t n = strlen(pkg);
-
-	return strncmp(pkg, name, n) == 0 && name[n] == '.';
+	return m >= 0 && r->mod[m].layout[!k] == target ? r->mod[m].name[!k] : NULL;
 }
 
 int cp_rules_package_layout(const cp_rules *r, const char *pkg)
 {
-	int found = -1;
-	size_t i;
 	int k;
+	size_t v;
 
-	for (i = 0; i < r->nmod; i++) {
-		for (k = 0; k < 2; k++) {
-			const char *name = r->mod[i].name[k];
-			int lay = r->mod[i].layout[k];
-
-			if (strcmp(name, pkg) == 0)
-				return -1; /* a module itself, not only a package */
-			if (!is_package_of(pkg, name))
-				continue;
-			if (found >= 0 && found != lay)
-				return -1; /* shared by two layouts: says nothing */
-			found = lay;
-		}
-	}
-	return found;
+	if (find_name(r, pkg, &k) >= 0 || !r->npkg_slot)
+		return -1; /* a module itself, not only a package */
+	v = *pkg_slot(r, pkg, strlen(pkg));
+	/* -1 also when shared by two layouts: it says nothing */
+	return v ? r->pkg[v - 1].layout : -1;
 }
 
 int cp_mangle_prefix(const char *module, char *buf, size_t size)
@@ -212,21 +312,16 @@ static int check_module_unmapped(struct load_ctx *c, const char *name)
 {
 	const cp_rules *r = c->rules;
 	char what[400];
-	size_t i;
 	int k;
+	long i = find_name(r, name, &k);
 
-	for (i = 0; i < r->nmod; i++) {
-		for (k = 0; k < 2; k++) {
-			if (strcmp(r->mod[i].name[k], name) != 0)
-				continue;
-			snprintf(what, sizeof(what),
-				 "module '%s' is already mapped at %s:%d (a module may be mapped once; "
-				 "mapping it again would make a duplicate, a chain or a cycle)",
-				 name, r->mod[i].file, r->mod[i].line);
-			return fail_at(c, "%s", what);
-		}
-	}
-	return 1;
+	if (i < 0)
+		return 1;
+	snprintf(what, sizeof(what),
+		 "module '%s' is already mapped at %s:%d (a module may be mapped once; "
+		 "mapping it again would make a duplicate, a chain or a cycle)",
+		 name, r->mod[i].file, r->mod[i].line);
+	return fail_at(c, "%s", what);
 }
 
 static int add_module(struct load_ctx *c, const int lay[2], const char *a, const char *b)
@@ -257,6 +352,8 @@ static int add_module(struct load_ctx *c, const int lay[2], const char *a, const
 	m->file = c->file;
 	m->line = c->line;
 	r->nmod++;
+	if (index_module(r, r->nmod - 1))
+		return fail_at(c, "%s", "out of memory");
 	return 1;
 }
 
