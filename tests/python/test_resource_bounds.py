@@ -1,0 +1,65 @@
+"""Time and memory against the size of the input (issue 18 case 14; the
+SHT_RELR memory bound, case 3, is in test_bad_input.py with the other
+refusals). Speed targets are ratios measured in one run, never absolute
+times: the rules-at-scale case times `show` with N and 8N mapped modules
+and requires near-linear growth."""
+import os
+import subprocess
+import threading
+
+from conftest import CYPATCH, ENTRIES
+
+SAMPLE = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
+
+
+def synthetic_rules(path, n):
+    """A valid rules file mapping n modules `pkg{i}.cmod{i}` (legacy) to
+    `pkg{i}.bindings.cymod{i}` (bindings)."""
+    with open(path, "w") as f:
+        f.write("[layouts]\nlegacy = cuda-python <= 12.6.0, <= 11.8.3\n"
+                "bindings = cuda-python >= 12.6.1, >= 11.8.4\n[modules legacy bindings]\n")
+        for i in range(n):
+            f.write("pkg%d.cmod%d = pkg%d.bindings.cymod%d\n" % (i, i, i, i))
+    return path
+
+
+def measure(args, timeout):
+    """(CPU seconds, peak resident bytes) of one cypatch run, from wait4's
+    rusage of that child alone; (None, 0) when it ran past timeout seconds
+    of wall time (it is then killed)."""
+    proc = subprocess.Popen([CYPATCH] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode == -9:
+        return None, 0
+    assert proc.returncode == 0, (args, proc.returncode, err)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def test_rules_at_scale_are_near_linear(tmp_path):
+    """show with 250 and 2,000 mapped modules (8 times as many): the CPU
+    time may grow at most 24 times (3 x 8; it grew about 2 times here, the
+    process's fixed costs included, and the quadratic anchor choice took
+    1.7 s for 250 and 34 s for 1,000), and the memory at most 16 KiB per
+    added module (about 11 here). Each is the best of three runs."""
+    small = synthetic_rules(str(tmp_path / "250.rules"), 250)
+    large = synthetic_rules(str(tmp_path / "2000.rules"), 2000)
+    t_small = min(measure(["show", "--rules", small, SAMPLE], 600)[0] for _ in range(3))
+    rss_small = measure(["show", "--rules", small, SAMPLE], 600)[1]
+    # a little slack under the bound: a floor for a run too quick to time
+    bound = 24 * max(t_small, 0.01)
+    runs = []
+    for _ in range(3):
+        runs.append(measure(["show", "--rules", large, SAMPLE], bound + 1))
+        assert runs[-1][0] is not None, \
+            "2,000 mapped modules ran past %.1f s (24 x the %.2f s of 250)" % (bound + 1, t_small)
+    t_large = min(t for t, _ in runs)
+    rss_large = min(r for _, r in runs)
+    assert t_large <= bound, (t_small, t_large)
+    if "ASAN_OPTIONS" not in os.environ:
+        assert rss_large - rss_small <= 16 * 1024 * 1750, (rss_small, rss_large)
