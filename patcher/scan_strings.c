@@ -44,6 +44,7 @@ struct needles {
 	size_t *slot, nslot;   /* open-addressing set of needle texts: index + 1, 0 free */
 	size_t *by_anchor;     /* needle indexes by anchor, each anchor's in needle order */
 	size_t *anchor_first;  /* anchor a's needles: by_anchor[anchor_first[a] .. [a + 1]) */
+	struct { size_t lo, hi; } *anchor_at; /* least and most anchor_at of anchor a's needles */
 };
 
 static void needles_free(struct needles *ns)
@@ -53,6 +54,7 @@ static void needles_free(struct needles *ns)
 	free(ns->slot);
 	free(ns->by_anchor);
 	free(ns->anchor_first);
+	free(ns->anchor_at);
 }
 
 /* FNV-1a. */
@@ -368,11 +370,22 @@ static int index_anchors(struct needles *ns)
 
 	ns->anchor_first = calloc(ns->nanchor + 1, sizeof(*ns->anchor_first));
 	ns->by_anchor = calloc(ns->n ? ns->n : 1, sizeof(*ns->by_anchor));
-	if (!ns->anchor_first || !ns->by_anchor)
+	ns->anchor_at = calloc(ns->nanchor ? ns->nanchor : 1, sizeof(*ns->anchor_at));
+	if (!ns->anchor_first || !ns->by_anchor || !ns->anchor_at)
 		return -1;
-	for (i = 0; i < ns->n; i++)
-		if (ns->v[i].anchor != SIZE_MAX)
-			ns->anchor_first[ns->v[i].anchor + 1]++;
+	for (a = 0; a < ns->nanchor; a++)
+		ns->anchor_at[a].lo = SIZE_MAX;
+	for (i = 0; i < ns->n; i++) {
+		size_t k = ns->v[i].anchor;
+
+		if (k == SIZE_MAX)
+			continue;
+		ns->anchor_first[k + 1]++;
+		if (ns->v[i].anchor_at < ns->anchor_at[k].lo)
+			ns->anchor_at[k].lo = ns->v[i].anchor_at;
+		if (ns->v[i].anchor_at > ns->anchor_at[k].hi)
+			ns->anchor_at[k].hi = ns->v[i].anchor_at;
+	}
 	for (a = 0; a < ns->nanchor; a++)
 		ns->anchor_first[a + 1] += ns->anchor_first[a];
 	for (i = 0; i < ns->n; i++)
@@ -502,9 +515,11 @@ static int add_match(struct matches *ms, size_t needle, size_t pos)
 /* Every occurrence of a needle holds its anchor at anchor_at, so each one
  * is found exactly once, at the hit of its own anchor. Hits are searched
  * in [from, to); a needle's bytes may reach past either end. */
-static int find_anchored(const struct needles *ns, size_t a, const uint8_t *d, size_t size,
-			 size_t from, size_t to, struct matches *ms)
+static int find_anchored(const struct needles *ns, size_t a, const cp_image *img,
+			 const struct cp_section *sec, const uint8_t *d, size_t from, size_t to,
+			 struct matches *ms)
 {
+	size_t size = sec->size;
 	size_t end = to + ANCHOR_LEN - 1 < size ? to + ANCHOR_LEN - 1 : size;
 	const uint8_t *h;
 	struct cp_find f;
@@ -514,6 +529,14 @@ static int find_anchored(const struct needles *ns, size_t a, const uint8_t *d, s
 	while ((h = cp_find_next(&f)) != NULL) {
 		size_t hit = (size_t)(h - d);
 
+		/* Every needle of this anchor would begin inside cypatch's
+		 * fallback context, whose matches scan_section drops: the stub
+		 * carries every mapped name, and trying each needle at each of
+		 * their hits was quadratic in the rules. */
+		if (hit >= ns->anchor_at[a].hi &&
+		    cp_image_in_fallback(img, sec->addr + hit - ns->anchor_at[a].hi) &&
+		    cp_image_in_fallback(img, sec->addr + hit - ns->anchor_at[a].lo))
+			continue;
 		for (j = ns->anchor_first[a]; j < ns->anchor_first[a + 1]; j++) {
 			size_t i = ns->by_anchor[j];
 			const struct needle *n = &ns->v[i];
@@ -570,7 +593,7 @@ static int find_all(cp_scan *s, const struct cp_section *sec, const struct needl
 		if (s->skip && s->skip->window(s->skip->ctx, k, from, to))
 			continue;
 		for (i = 0; i < ns->nanchor; i++)
-			if (find_anchored(ns, i, d, sec->size, from, to, ms))
+			if (find_anchored(ns, i, s->img, sec, d, from, to, ms))
 				return -1;
 		for (i = 0; i < ns->n; i++)
 			if (ns->v[i].anchor == SIZE_MAX &&
@@ -616,7 +639,7 @@ static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
 
 cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 {
-	struct needles ns = { NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL };
+	struct needles ns = { NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL, NULL };
 	cp_status st = CP_OK;
 	size_t i;
 
