@@ -56,6 +56,7 @@ void cp_rules_free(cp_rules *r)
 	free(r->pkg);
 	free(r->pkg_slot);
 	free(r->name_slot);
+	free(r->mangle_slot);
 	free(r->mod);
 	free(r->mangle);
 	free(r->files);
@@ -357,32 +358,81 @@ static int add_module(struct load_ctx *c, const int lay[2], const char *a, const
 	return 1;
 }
 
+/* The dotted module name whose mangled prefix (cp_mangle_prefix) is
+ * `mangled`, or 0 when it is none's. The mangling is one to one (each part
+ * is an identifier, which starts with no digit, after its decimal length),
+ * so the module a prefix can be is found by name instead of by mangling
+ * every module. */
+static int demangle(const char *mangled, char *buf, size_t size)
+{
+	const char *p = mangled;
+	size_t used = 0;
+
+	if (strncmp(p, "__pyx_t_", 8) != 0)
+		return 0;
+	p += 8;
+	while (*p) {
+		size_t len = 0;
+
+		if (*p < '0' || *p > '9')
+			return 0;
+		while (*p >= '0' && *p <= '9' && len < size)
+			len = 10 * len + (size_t)(*p++ - '0');
+		if (len == 0 || len >= size || strnlen(p, len + 1) < len + 1 || p[len] != '_' ||
+		    used + len + 2 > size)
+			return 0;
+		if (used)
+			buf[used++] = '.';
+		memcpy(buf + used, p, len);
+		used += len;
+		p += len + 1;
+	}
+	if (!used)
+		return 0;
+	buf[used] = '\0';
+	return 1;
+}
+
+static size_t *mangle_slot(const cp_rules *r, const char *prefix)
+{
+	size_t i = hash_name(prefix, strlen(prefix)) & (r->nmangle_slot - 1);
+
+	while (r->mangle_slot[i] &&
+	       strcmp(r->mangle[(r->mangle_slot[i] - 1) / 2].prefix[(r->mangle_slot[i] - 1) % 2], prefix) != 0)
+		i = (i + 1) & (r->nmangle_slot - 1);
+	return &r->mangle_slot[i];
+}
+
+static size_t *rehash_mangle(const cp_rules *r, size_t v)
+{
+	return mangle_slot(r, r->mangle[(v - 1) / 2].prefix[(v - 1) % 2]);
+}
+
 /* A mangled pair must be exactly the mangling of one module pair. */
 static int add_mangle(struct load_ctx *c, const int lay[2], const char *a, const char *b)
 {
 	cp_rules *r = c->rules;
-	char pa[512], pb[512];
+	char pa[512], pb[512], name[512];
 	struct cp_mangle_pair *m;
-	size_t i;
+	const struct cp_module_pair *p = NULL;
+	long i = -1;
+	int side, k;
 
-	for (i = 0; i < r->nmod; i++) {
-		const struct cp_module_pair *p = &r->mod[i];
-		int k = p->layout[0] == lay[0] ? 0 : 1;
-
-		if (p->layout[k] != lay[0] || p->layout[!k] != lay[1])
-			continue;
-		if (cp_mangle_prefix(p->name[k], pa, sizeof(pa)) < 0 ||
-		    cp_mangle_prefix(p->name[!k], pb, sizeof(pb)) < 0)
-			continue;
-		if (strcmp(pa, a) == 0 && strcmp(pb, b) == 0)
-			break;
+	if (demangle(a, name, sizeof(name)))
+		i = find_name(r, name, &side);
+	if (i >= 0) {
+		p = &r->mod[i];
+		k = p->layout[0] == lay[0] ? 0 : 1;
+		if (side != k || p->layout[k] != lay[0] || p->layout[!k] != lay[1] ||
+		    cp_mangle_prefix(p->name[k], pa, sizeof(pa)) < 0 ||
+		    cp_mangle_prefix(p->name[!k], pb, sizeof(pb)) < 0 ||
+		    strcmp(pa, a) != 0 || strcmp(pb, b) != 0)
+			p = NULL;
 	}
-	if (i == r->nmod)
+	if (!p)
 		return fail_at(c, "mangled pair for '%s' matches no module pair declared before it", a);
-	for (i = 0; i < r->nmangle; i++)
-		if (strcmp(r->mangle[i].prefix[0], a) == 0 ||
-		    strcmp(r->mangle[i].prefix[1], a) == 0)
-			return fail_at(c, "mangled prefix '%s' is listed twice", a);
+	if (r->nmangle_slot && *mangle_slot(r, a))
+		return fail_at(c, "mangled prefix '%s' is listed twice", a);
 	if (CP_GROW(r->mangle, r->capmangle, r->nmangle + 1))
 		return fail_at(c, "%s", "out of memory");
 	m = &r->mangle[r->nmangle];
@@ -398,6 +448,14 @@ static int add_mangle(struct load_ctx *c, const int lay[2], const char *a, const
 	m->file = c->file;
 	m->line = c->line;
 	r->nmangle++;
+	if (grow_slots(r, &r->mangle_slot, &r->nmangle_slot, 2 * r->nmangle, rehash_mangle))
+		return fail_at(c, "%s", "out of memory");
+	for (k = 0; k < 2; k++) {
+		size_t *slot = mangle_slot(r, m->prefix[k]);
+
+		if (!*slot) /* a pair may repeat its first prefix as its second */
+			*slot = 2 * (r->nmangle - 1) + (size_t)k + 1;
+	}
 	return 1;
 }
 

@@ -40,6 +40,7 @@ struct cp_rules {
 	struct cp_package *pkg;
 	size_t npkg, cappkg;
 	size_t *pkg_slot, npkg_slot; /* package + 1, 0 free */
+	size_t *mangle_slot, nmangle_slot; /* mangled prefixes: 2 * pair + side + 1 */
 };
 
 struct cp_package {
