@@ -14,14 +14,22 @@ from conftest import CYPATCH, ENTRIES
 SAMPLE = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
 
 
+def mangled(module):
+    """Cython's mangled prefix of a module (patcher/rules.c, cp_mangle_prefix)."""
+    return "__pyx_t_" + "".join("%d%s_" % (len(p), p) for p in module.split("."))
+
+
 def synthetic_rules(path, n):
     """A valid rules file mapping n modules `pkg{i}.cmod{i}` (legacy) to
-    `pkg{i}.bindings.cymod{i}` (bindings)."""
+    `pkg{i}.bindings.cymod{i}` (bindings), each with its mangled pair, as
+    the bundled rules list theirs."""
+    pairs = [("pkg%d.cmod%d" % (i, i), "pkg%d.bindings.cymod%d" % (i, i)) for i in range(n)]
     with open(path, "w") as f:
         f.write("[layouts]\nlegacy = cuda-python <= 12.6.0, <= 11.8.3\n"
                 "bindings = cuda-python >= 12.6.1, >= 11.8.4\n[modules legacy bindings]\n")
-        for i in range(n):
-            f.write("pkg%d.cmod%d = pkg%d.bindings.cymod%d\n" % (i, i, i, i))
+        f.writelines("%s = %s\n" % p for p in pairs)
+        f.write("[mangled legacy bindings]\n")
+        f.writelines("%s = %s\n" % (mangled(a), mangled(b)) for a, b in pairs)
     return path
 
 
