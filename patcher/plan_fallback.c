@@ -268,24 +268,50 @@ static size_t related_cap(const cp_rules *r)
 	return n;
 }
 
+/* FNV-1a of len bytes. */
+static size_t hash_name(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	return (size_t)h;
+}
+
+/* Each name once, in the order first met; a hash set of those kept (index
+ * + 1, 0 free) finds one met before, where a scan of them all made this
+ * quadratic in the rules. Returns SIZE_MAX when out of memory. */
 static size_t count_related(const cp_rules *r, char (*names)[128], size_t max)
 {
-	size_t i, n = 0, k;
+	size_t i, n = 0, nslot, *slot;
 	int side;
 
+	for (nslot = 64; nslot < 2 * max; nslot *= 2)
+		;
+	slot = calloc(nslot, sizeof(*slot));
+	if (!slot)
+		return SIZE_MAX;
 	for (i = 0; i < r->nmod; i++)
 		for (side = 0; side < 2; side++) {
 			const char *m = r->mod[i].name[side], *dot = m;
 
 			do {
 				size_t len = (dot = strchr(dot + 1, '.')) ? (size_t)(dot - m) : strlen(m);
+				size_t k = hash_name(m, len) & (nslot - 1);
 
-				for (k = 0; k < n && (strlen(names[k]) != len || strncmp(names[k], m, len)); k++)
-					;
-				if (k == n && n < max && len < sizeof(names[0]))
+				if (len >= sizeof(names[0]))
+					continue;
+				while (slot[k] && (strncmp(names[slot[k] - 1], m, len) != 0 ||
+						   names[slot[k] - 1][len] != '\0'))
+					k = (k + 1) & (nslot - 1);
+				if (!slot[k] && n < max) {
 					snprintf(names[n++], sizeof(names[0]), "%.*s", (int)len, m);
+					slot[k] = n;
+				}
 			} while (dot);
 		}
+	free(slot);
 	return n;
 }
 
@@ -304,6 +330,11 @@ static cp_status build_context(struct fb *f)
 		return cp_plan_oom(f->pl);
 	}
 	nrel = count_related(r, rel, cap);
+	if (nrel == SIZE_MAX) {
+		free(rel);
+		free(src);
+		return cp_plan_oom(f->pl);
+	}
 	for (i = 0; i < r->nlayout; i++)
 		if (f->pl->scan->layouts_seen & (1u << i))
 			built = built < 0 ? (int)i : built;

@@ -130,18 +130,59 @@ static cp_status read_rela(cp_image *img, const struct cp_section *s, size_t *ca
 }
 
 /* RELR (-z pack-relative-relocs): relative relocations whose addend is the
- * word already stored at the place. */
-static cp_status push_relr(cp_image *img, size_t *cap, uint64_t where, cp_error *err)
+ * word already stored at the place. ld.so writes each place, so it must lie
+ * inside the file-backed bytes of a writable PT_LOAD segment, and RELR
+ * encodes ascending addresses, so each place must lie above the one before.
+ * Together these bound the relocations by the file's size: a bitmap word of
+ * all ones no longer stands for 63 relocations wherever it points. */
+/* Where the next RELR place may lie: above `next`, and in segment `seg` or
+ * a later one (validate.c has the PT_LOAD segments ascending without
+ * overlap, and places ascend, so the search only moves forward). Kept across
+ * RELR sections, so that several of them over the same bytes stay bounded. */
+struct relr_cursor {
+	uint64_t next;
+	size_t seg;
+};
+
+static bool relr_writable(const cp_image *img, struct relr_cursor *c, uint64_t where)
 {
-	const uint8_t *p = cp_image_va_bytes(img, where, 8);
+	size_t i;
+
+	for (i = c->seg; i < img->nseg; i++) {
+		const struct cp_segment *g = &img->seg[i];
+
+		if (g->type == PT_LOAD && (g->flags & PF_W) && where >= g->vaddr &&
+		    g->filesz >= 8 && where - g->vaddr <= g->filesz - 8) {
+			c->seg = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static cp_status push_relr(cp_image *img, const struct cp_section *s, size_t *cap,
+			   uint64_t where, struct relr_cursor *c, cp_error *err)
+{
+	const uint8_t *p;
 	uint64_t v = 0;
 
+	if (where < c->next)
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: %s: the relocation at 0x%llx is not above the one before it",
+			       img->path, s->name, (unsigned long long)where);
+	if (!relr_writable(img, c, where))
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: %s: a relocation at 0x%llx lies outside the writable segments",
+			       img->path, s->name, (unsigned long long)where);
+	c->next = where + 1;
+	p = cp_image_va_bytes(img, where, 8);
 	if (p)
 		memcpy(&v, p, 8);
 	return push_reloc(img, cap, where, R_X86_64_RELATIVE, 0, (int64_t)v, 0, err);
 }
 
-static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *cap, cp_error *err)
+static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *cap,
+			   struct relr_cursor *c, cp_error *err)
 {
 	size_t i, n = s->size / 8;
 	uint64_t base = 0;
@@ -156,7 +197,7 @@ static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *ca
 			return cp_fail(err, CP_E_INPUT, "%s: %s lies outside the file", img->path, s->name);
 		memcpy(&e, p, 8);
 		if ((e & 1) == 0) {
-			st = push_relr(img, cap, e, err);
+			st = push_relr(img, s, cap, e, c, err);
 			if (st)
 				return st;
 			base = e + 8;
@@ -164,7 +205,7 @@ static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *ca
 		}
 		for (bit = 1; bit < 64; bit++) {
 			if ((e >> bit) & 1) {
-				st = push_relr(img, cap, base + (uint64_t)(bit - 1) * 8, err);
+				st = push_relr(img, s, cap, base + (uint64_t)(bit - 1) * 8, c, err);
 				if (st)
 					return st;
 			}
@@ -247,13 +288,14 @@ static cp_status scan_plt_section(cp_image *img, const struct cp_section *s, siz
 cp_status cp_relocs_read(cp_image *img, cp_error *err)
 {
 	size_t i, cap = 0, pcap = 0;
+	struct relr_cursor relr = {0, 0};
 	cp_status st = read_dynnames(img, err);
 
 	for (i = 0; !st && i < img->nsec; i++) {
 		if (img->sec[i].type == SHT_RELA)
 			st = read_rela(img, &img->sec[i], &cap, err);
 		else if (img->sec[i].type == SHT_RELR)
-			st = read_relr(img, &img->sec[i], &cap, err);
+			st = read_relr(img, &img->sec[i], &cap, &relr, err);
 	}
 	if (!st)
 		st = build_got(img, err);

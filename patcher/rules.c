@@ -10,6 +10,7 @@
 #include "names.h"
 
 #include <ini.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,12 @@ void cp_rules_free(cp_rules *r)
 	}
 	for (i = 0; i < r->nfiles; i++)
 		free(r->files[i]);
+	for (i = 0; i < r->npkg; i++)
+		free(r->pkg[i].name);
+	free(r->pkg);
+	free(r->pkg_slot);
+	free(r->name_slot);
+	free(r->mangle_slot);
 	free(r->mod);
 	free(r->mangle);
 	free(r->files);
@@ -66,60 +73,154 @@ int cp_rules_layout_index(const cp_rules *r, const char *name)
 	return -1;
 }
 
-int cp_rules_module_layout(const cp_rules *r, const char *module)
+/* FNV-1a of a NUL-terminated name, or of its first len bytes. */
+static size_t hash_name(const char *s, size_t len)
 {
+	uint64_t h = 0xcbf29ce484222325ULL;
 	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	return (size_t)h;
+}
+
+static const char *slot_name(const cp_rules *r, size_t v)
+{
+	return r->mod[(v - 1) / 2].name[(v - 1) % 2];
+}
+
+/* The name table's slot of name: the one holding it, or the free one
+ * where it would go. */
+static size_t *name_slot(const cp_rules *r, const char *name)
+{
+	size_t i = hash_name(name, strlen(name)) & (r->nname_slot - 1);
+
+	while (r->name_slot[i] && strcmp(slot_name(r, r->name_slot[i]), name) != 0)
+		i = (i + 1) & (r->nname_slot - 1);
+	return &r->name_slot[i];
+}
+
+/* Module m and side k, or -1 when no module has that name. */
+static long find_name(const cp_rules *r, const char *name, int *k)
+{
+	size_t v;
+
+	if (!r->nname_slot)
+		return -1;
+	v = *name_slot(r, name);
+	if (!v)
+		return -1;
+	*k = (int)((v - 1) % 2);
+	return (long)((v - 1) / 2);
+}
+
+static size_t *pkg_slot(const cp_rules *r, const char *name, size_t len)
+{
+	size_t i = hash_name(name, len) & (r->npkg_slot - 1);
+
+	while (r->pkg_slot[i] && (strncmp(r->pkg[r->pkg_slot[i] - 1].name, name, len) != 0 ||
+				  r->pkg[r->pkg_slot[i] - 1].name[len] != '\0'))
+		i = (i + 1) & (r->npkg_slot - 1);
+	return &r->pkg_slot[i];
+}
+
+/* Doubles a table of slots (values v + 1, 0 free) to keep it at most half
+ * full after `want` entries; `rehash` gives a value's new slot. */
+static int grow_slots(cp_rules *r, size_t **slot, size_t *nslot, size_t want,
+		      size_t *(*rehash)(const cp_rules *, size_t))
+{
+	size_t *old = *slot, nold = *nslot, i;
+
+	if (2 * want <= nold)
+		return 0;
+	*nslot = nold ? 2 * nold : 64;
+	*slot = calloc(*nslot, sizeof(**slot));
+	if (!*slot) {
+		*slot = old;
+		*nslot = nold;
+		return -1;
+	}
+	for (i = 0; i < nold; i++)
+		if (old[i])
+			*rehash(r, old[i]) = old[i];
+	free(old);
+	return 0;
+}
+
+static size_t *rehash_name(const cp_rules *r, size_t v)
+{
+	return name_slot(r, slot_name(r, v));
+}
+
+static size_t *rehash_pkg(const cp_rules *r, size_t v)
+{
+	const char *n = r->pkg[v - 1].name;
+
+	return pkg_slot(r, n, strlen(n));
+}
+
+/* Indexes module m's names, and the packages above them. */
+static int index_module(cp_rules *r, size_t m)
+{
 	int k;
 
-	for (i = 0; i < r->nmod; i++)
-		for (k = 0; k < 2; k++)
-			if (strcmp(r->mod[i].name[k], module) == 0)
-				return r->mod[i].layout[k];
-	return -1;
+	if (grow_slots(r, &r->name_slot, &r->nname_slot, 2 * (m + 1), rehash_name))
+		return -1;
+	for (k = 0; k < 2; k++) {
+		const char *name = r->mod[m].name[k], *dot;
+
+		*name_slot(r, name) = 2 * m + (size_t)k + 1;
+		for (dot = strchr(name, '.'); dot; dot = strchr(dot + 1, '.')) {
+			size_t len = (size_t)(dot - name), *slot;
+
+			if (grow_slots(r, &r->pkg_slot, &r->npkg_slot, r->npkg + 1, rehash_pkg))
+				return -1;
+			slot = pkg_slot(r, name, len);
+			if (*slot) {
+				struct cp_package *p = &r->pkg[*slot - 1];
+
+				if (p->layout != r->mod[m].layout[k])
+					p->layout = -1;
+				continue;
+			}
+			if (CP_GROW(r->pkg, r->cappkg, r->npkg + 1))
+				return -1;
+			r->pkg[r->npkg].name = strndup(name, len);
+			if (!r->pkg[r->npkg].name)
+				return -1;
+			r->pkg[r->npkg].layout = r->mod[m].layout[k];
+			*slot = ++r->npkg;
+		}
+	}
+	return 0;
+}
+
+int cp_rules_module_layout(const cp_rules *r, const char *module)
+{
+	int k;
+	long m = find_name(r, module, &k);
+
+	return m < 0 ? -1 : r->mod[m].layout[k];
 }
 
 const char *cp_rules_map(const cp_rules *r, const char *module, int target)
 {
-	size_t i;
 	int k;
+	long m = find_name(r, module, &k);
 
-	for (i = 0; i < r->nmod; i++)
-		for (k = 0; k < 2; k++)
-			if (strcmp(r->mod[i].name[k], module) == 0 &&
-			    r->mod[i].layout[!k] == target)
-				return r->mod[i].name[!k];
-	return NULL;
-}
-
-/* True when `pkg` is a proper dotted prefix of `name` ("a.b" of "a.b.c"). */
-static int is_package_of(const char *pkg, const char *name)
-{
-	size_t n = strlen(pkg);
-
-	return strncmp(pkg, name, n) == 0 && name[n] == '.';
+	return m >= 0 && r->mod[m].layout[!k] == target ? r->mod[m].name[!k] : NULL;
 }
 
 int cp_rules_package_layout(const cp_rules *r, const char *pkg)
 {
-	int found = -1;
-	size_t i;
 	int k;
+	size_t v;
 
-	for (i = 0; i < r->nmod; i++) {
-		for (k = 0; k < 2; k++) {
-			const char *name = r->mod[i].name[k];
-			int lay = r->mod[i].layout[k];
-
-			if (strcmp(name, pkg) == 0)
-				return -1; /* a module itself, not only a package */
-			if (!is_package_of(pkg, name))
-				continue;
-			if (found >= 0 && found != lay)
-				return -1; /* shared by two layouts: says nothing */
-			found = lay;
-		}
-	}
-	return found;
+	if (find_name(r, pkg, &k) >= 0 || !r->npkg_slot)
+		return -1; /* a module itself, not only a package */
+	v = *pkg_slot(r, pkg, strlen(pkg));
+	/* -1 also when shared by two layouts: it says nothing */
+	return v ? r->pkg[v - 1].layout : -1;
 }
 
 int cp_mangle_prefix(const char *module, char *buf, size_t size)
@@ -212,21 +313,16 @@ static int check_module_unmapped(struct load_ctx *c, const char *name)
 {
 	const cp_rules *r = c->rules;
 	char what[400];
-	size_t i;
 	int k;
+	long i = find_name(r, name, &k);
 
-	for (i = 0; i < r->nmod; i++) {
-		for (k = 0; k < 2; k++) {
-			if (strcmp(r->mod[i].name[k], name) != 0)
-				continue;
-			snprintf(what, sizeof(what),
-				 "module '%s' is already mapped at %s:%d (a module may be mapped once; "
-				 "mapping it again would make a duplicate, a chain or a cycle)",
-				 name, r->mod[i].file, r->mod[i].line);
-			return fail_at(c, "%s", what);
-		}
-	}
-	return 1;
+	if (i < 0)
+		return 1;
+	snprintf(what, sizeof(what),
+		 "module '%s' is already mapped at %s:%d (a module may be mapped once; "
+		 "mapping it again would make a duplicate, a chain or a cycle)",
+		 name, r->mod[i].file, r->mod[i].line);
+	return fail_at(c, "%s", what);
 }
 
 static int add_module(struct load_ctx *c, const int lay[2], const char *a, const char *b)
@@ -257,35 +353,86 @@ static int add_module(struct load_ctx *c, const int lay[2], const char *a, const
 	m->file = c->file;
 	m->line = c->line;
 	r->nmod++;
+	if (index_module(r, r->nmod - 1))
+		return fail_at(c, "%s", "out of memory");
 	return 1;
+}
+
+/* The dotted module name whose mangled prefix (cp_mangle_prefix) is
+ * `mangled`, or 0 when it is none's. The mangling is one to one (each part
+ * is an identifier, which starts with no digit, after its decimal length),
+ * so the module a prefix can be is found by name instead of by mangling
+ * every module. */
+static int demangle(const char *mangled, char *buf, size_t size)
+{
+	const char *p = mangled;
+	size_t used = 0;
+
+	if (strncmp(p, "__pyx_t_", 8) != 0)
+		return 0;
+	p += 8;
+	while (*p) {
+		size_t len = 0;
+
+		if (*p < '0' || *p > '9')
+			return 0;
+		while (*p >= '0' && *p <= '9' && len < size)
+			len = 10 * len + (size_t)(*p++ - '0');
+		if (len == 0 || len >= size || strnlen(p, len + 1) < len + 1 || p[len] != '_' ||
+		    used + len + 2 > size)
+			return 0;
+		if (used)
+			buf[used++] = '.';
+		memcpy(buf + used, p, len);
+		used += len;
+		p += len + 1;
+	}
+	if (!used)
+		return 0;
+	buf[used] = '\0';
+	return 1;
+}
+
+static size_t *mangle_slot(const cp_rules *r, const char *prefix)
+{
+	size_t i = hash_name(prefix, strlen(prefix)) & (r->nmangle_slot - 1);
+
+	while (r->mangle_slot[i] &&
+	       strcmp(r->mangle[(r->mangle_slot[i] - 1) / 2].prefix[(r->mangle_slot[i] - 1) % 2], prefix) != 0)
+		i = (i + 1) & (r->nmangle_slot - 1);
+	return &r->mangle_slot[i];
+}
+
+static size_t *rehash_mangle(const cp_rules *r, size_t v)
+{
+	return mangle_slot(r, r->mangle[(v - 1) / 2].prefix[(v - 1) % 2]);
 }
 
 /* A mangled pair must be exactly the mangling of one module pair. */
 static int add_mangle(struct load_ctx *c, const int lay[2], const char *a, const char *b)
 {
 	cp_rules *r = c->rules;
-	char pa[512], pb[512];
+	char pa[512], pb[512], name[512];
 	struct cp_mangle_pair *m;
-	size_t i;
+	const struct cp_module_pair *p = NULL;
+	long i = -1;
+	int side, k;
 
-	for (i = 0; i < r->nmod; i++) {
-		const struct cp_module_pair *p = &r->mod[i];
-		int k = p->layout[0] == lay[0] ? 0 : 1;
-
-		if (p->layout[k] != lay[0] || p->layout[!k] != lay[1])
-			continue;
-		if (cp_mangle_prefix(p->name[k], pa, sizeof(pa)) < 0 ||
-		    cp_mangle_prefix(p->name[!k], pb, sizeof(pb)) < 0)
-			continue;
-		if (strcmp(pa, a) == 0 && strcmp(pb, b) == 0)
-			break;
+	if (demangle(a, name, sizeof(name)))
+		i = find_name(r, name, &side);
+	if (i >= 0) {
+		p = &r->mod[i];
+		k = p->layout[0] == lay[0] ? 0 : 1;
+		if (side != k || p->layout[k] != lay[0] || p->layout[!k] != lay[1] ||
+		    cp_mangle_prefix(p->name[k], pa, sizeof(pa)) < 0 ||
+		    cp_mangle_prefix(p->name[!k], pb, sizeof(pb)) < 0 ||
+		    strcmp(pa, a) != 0 || strcmp(pb, b) != 0)
+			p = NULL;
 	}
-	if (i == r->nmod)
+	if (!p)
 		return fail_at(c, "mangled pair for '%s' matches no module pair declared before it", a);
-	for (i = 0; i < r->nmangle; i++)
-		if (strcmp(r->mangle[i].prefix[0], a) == 0 ||
-		    strcmp(r->mangle[i].prefix[1], a) == 0)
-			return fail_at(c, "mangled prefix '%s' is listed twice", a);
+	if (r->nmangle_slot && *mangle_slot(r, a))
+		return fail_at(c, "mangled prefix '%s' is listed twice", a);
 	if (CP_GROW(r->mangle, r->capmangle, r->nmangle + 1))
 		return fail_at(c, "%s", "out of memory");
 	m = &r->mangle[r->nmangle];
@@ -301,6 +448,14 @@ static int add_mangle(struct load_ctx *c, const int lay[2], const char *a, const
 	m->file = c->file;
 	m->line = c->line;
 	r->nmangle++;
+	if (grow_slots(r, &r->mangle_slot, &r->nmangle_slot, 2 * r->nmangle, rehash_mangle))
+		return fail_at(c, "%s", "out of memory");
+	for (k = 0; k < 2; k++) {
+		size_t *slot = mangle_slot(r, m->prefix[k]);
+
+		if (!*slot) /* a pair may repeat its first prefix as its second */
+			*slot = 2 * (r->nmangle - 1) + (size_t)k + 1;
+	}
 	return 1;
 }
 

@@ -32,6 +32,20 @@ struct cp_rules {
 	size_t nmangle, capmangle;
 	char **files; /* names of loaded files, owned, for messages */
 	size_t nfiles, capfiles;
+	/* Indexes kept by the loader, so that a lookup does not read every
+	 * module (rules.c): module names (slot: 2 * module + side + 1, 0
+	 * free), and the proper dotted prefixes of them ("packages") with the
+	 * one layout of the modules under each, or -1 when they have two. */
+	size_t *name_slot, nname_slot;
+	struct cp_package *pkg;
+	size_t npkg, cappkg;
+	size_t *pkg_slot, npkg_slot; /* package + 1, 0 free */
+	size_t *mangle_slot, nmangle_slot; /* mangled prefixes: 2 * pair + side + 1 */
+};
+
+struct cp_package {
+	char *name;
+	int layout;
 };
 
 /* Index of a layout by name, or -1. */

@@ -78,15 +78,34 @@ def commands(path, out):
     yield ["--target-layout", "bindings", "--in-place", path]
 
 
-def refused(path, message, tmp_path, show=True):
-    """Every command refuses path with exit 2 and `message` on one line."""
+def measured(*args):
+    """cypatch run in a fresh child: (the finished process, its peak resident
+    memory in bytes, from wait4's rusage of that child alone)."""
+    proc = subprocess.Popen([CYPATCH] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # read both pipes to the end first (cypatch may fill one), then reap it
+    # with wait4, which Popen.wait() would otherwise do without the rusage
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), usage.ru_maxrss * 1024
+
+
+def refused(path, message, tmp_path, show=True, max_rss=None):
+    """Every command refuses path with exit 2 and `message` on one line
+    (using at most max_rss bytes of memory, when given)."""
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
     before, beside = digest(path), listing(os.path.dirname(path))
     for args in commands(path, str(out)):
         if not show and args[0] == "show":
             continue
-        proc = cypatch(*args)
+        if max_rss is None:
+            proc = cypatch(*args)
+        else:
+            proc, rss = measured(*args)
+            assert rss <= max_rss, (args, proc.returncode, "peak %d MiB" % (rss >> 20))
         assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
         assert proc.stdout == "", (args, proc.stdout)
         lines = proc.stderr.splitlines()
@@ -334,6 +353,82 @@ HUGE = [
 @pytest.mark.parametrize("name,change,message", HUGE, ids=[h[0] for h in HUGE])
 def test_huge_count(tmp_path, name, change, message):
     refused(write(tmp_path, name + ".so", ELF.with_changes(change)), message, tmp_path)
+
+
+# --- SHT_RELR: relocations bounded by the file -----------------------------
+
+def with_relr_section(words):
+    """The sample with a SHT_RELR section `.relr.dyn` appended (not
+    allocated, outside every segment: the reader reads every SHT_RELR), its
+    name appended to a copy of the section name table, and the section
+    header table moved after both."""
+    d = bytearray(ELF.data)
+    shstr = ELF.sec[ELF.shstrndx]
+    names = ELF.data[shstr[4]:shstr[4] + shstr[5]] + b".relr.dyn\0"
+    names_off = len(d)
+    d += names
+    d += b"\0" * (-len(d) % 8)
+    relr_off = len(d)
+    d += words
+    d += b"\0" * (-len(d) % 8)
+    table = bytearray(ELF.data[ELF.shoff:ELF.shoff + 64 * ELF.shnum])
+    struct.pack_into("<QQ", table, 64 * ELF.shstrndx + 24, names_off, len(names))
+    # sh_name, SHT_RELR (19), flags, addr, offset, size, link, info, align, entsize
+    table += struct.pack("<IIQQQQIIQQ", shstr[5], 19, 0, 0, relr_off, len(words), 0, 0, 8, 8)
+    shoff = len(d)
+    d += table
+    struct.pack_into("<Q", d, 0x28, shoff)
+    struct.pack_into("<H", d, 0x3c, ELF.shnum + 1)
+    return bytes(d)
+
+
+def writable_data():
+    """The address and file size of the sample's writable PT_LOAD."""
+    for i in range(ELF.phnum):
+        p_type, flags, _, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", ELF.data, ELF.phoff + 56 * i)
+        if p_type == 1 and flags & 2:
+            return vaddr, filesz
+    raise AssertionError("no writable PT_LOAD")
+
+
+def rss_bound(size):
+    """64 MiB and the file: what `show` of a file of `size` bytes may use
+    (with AddressSanitizer's shadow memory and quarantine, 320 MiB more)."""
+    return (64 << 20) + size + ((320 << 20) if "ASAN_OPTIONS" in os.environ else 0)
+
+
+def test_relr_all_ones_is_bounded(tmp_path):
+    """Issue 18 case 3: 4 MiB of all-ones bitmap words stood for 63
+    relocations each (33 million, 1 GiB of memory for `show`; 32 MiB of
+    them exited 70). The first bitmap word has no address entry before it,
+    so its places start at 0, where no writable segment is."""
+    data = with_relr_section(b"\xff" * (4 << 20))
+    refused(write(tmp_path, "relr-ones.so", data),
+            ".relr.dyn: a relocation at 0x0 lies outside the writable segments", tmp_path,
+            max_rss=rss_bound(len(data)))
+
+
+def test_relr_running_past_the_writable_segment(tmp_path):
+    """An address entry inside the writable segment, then all-ones bitmaps:
+    the places are accepted until they leave the segment's file bytes."""
+    vaddr, filesz = writable_data()
+    start = vaddr + 8 - vaddr % 8
+    ones = (filesz // (63 * 8)) + 2
+    data = with_relr_section(struct.pack("<Q", start) + b"\xff" * 8 * ones)
+    first_out = start  # the first place whose word reaches past the segment's file bytes
+    while first_out + 8 <= vaddr + filesz:
+        first_out += 8
+    refused(write(tmp_path, "relr-past.so", data),
+            ".relr.dyn: a relocation at %#x lies outside the writable segments" % first_out, tmp_path,
+            max_rss=rss_bound(len(data)))
+
+
+def test_relr_places_not_ascending(tmp_path):
+    vaddr, _ = writable_data()
+    start = vaddr + 8 - vaddr % 8
+    data = with_relr_section(struct.pack("<QQ", start + 16, start))
+    refused(write(tmp_path, "relr-descending.so", data),
+            ".relr.dyn: the relocation at %#x is not above the one before it" % start, tmp_path)
 
 
 # --- not what cypatch handles ------------------------------------------------
