@@ -251,6 +251,32 @@ static cp_status build_got(cp_image *img, cp_error *err)
 	return CP_OK;
 }
 
+/* The code walk knows the PLT by its sections' names (.plt, .plt.sec,
+ * .plt.got) and walks every other executable section as the module's
+ * code. A lazily bound slot holds, until its first call, the address of
+ * its PLT entry's second half: that address must lie in a .plt section,
+ * or the PLT would be walked (and patched) as code. */
+static cp_status plt_where_named(const cp_image *img, cp_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < img->nrel; i++) {
+		const struct cp_reloc *r = &img->rel[i];
+		const uint8_t *p = r->type == R_X86_64_JUMP_SLOT ? cp_image_va_bytes(img, r->offset, 8) : NULL;
+		const struct cp_section *s;
+		uint64_t lazy;
+
+		if (!p)
+			continue;
+		memcpy(&lazy, p, 8);
+		s = lazy ? cp_image_section_at(img, lazy) : NULL;
+		if (lazy && (!s || !cp_section_is_code(s) || strncmp(s->name, ".plt", 4) != 0))
+			return cp_fail(err, CP_E_INPUT, "%s: the PLT entry at %#llx (slot %#llx) lies in no .plt section",
+				       img->path, (unsigned long long)lazy, (unsigned long long)r->offset);
+	}
+	return CP_OK;
+}
+
 /* PLT entries jump through their GOT slot with `ff 25 disp32` (lazy .plt,
  * .plt.sec after endbr64 and bnd prefix, .plt.got). The entry that code
  * calls starts at the section's entry granularity. */
@@ -299,6 +325,8 @@ cp_status cp_relocs_read(cp_image *img, cp_error *err)
 	}
 	if (!st)
 		st = build_got(img, err);
+	if (!st)
+		st = plt_where_named(img, err);
 	for (i = 0; !st && i < img->nsec; i++)
 		if (strncmp(img->sec[i].name, ".plt", 4) == 0 && cp_section_is_code(&img->sec[i]))
 			st = scan_plt_section(img, &img->sec[i], &pcap, err);

@@ -608,6 +608,17 @@ def test_symbol_bindings_ld_so_would_apply_differently(tmp_path, name, changes, 
     refused(write(tmp_path, name + ".so", ELF.with_changes(*changes())), message, tmp_path)
 
 
+@pytest.mark.parametrize("name", ["", ".fini"], ids=["no-name", "named-fini"])
+def test_a_plt_without_its_name(tmp_path, name):
+    """fuzz_elf_fields: .plt's sh_name pointed elsewhere. The code walk knows
+    the PLT by its name, walked it as code, and the plan's redirect of a
+    PLT entry failed the check (exit 70, `the instruction at 0x2270 does not
+    reach 0x4800`). The lazy GOT values say where the PLT is."""
+    h = ELF.hdr(".plt")
+    value = struct.unpack_from("<I", ELF.data, ELF.hdr(name))[0] if name else 0
+    refused(write(tmp_path, "plt.so", ELF.with_changes((h, "<I", value))), "lies in no .plt section", tmp_path)
+
+
 def test_the_fuzzers_got_find_is_refused(tmp_path):
     path = os.path.join(FUZZ_REPRODUCERS, "elf_fields", "flaky-symbol-bindings")
     refused(write(tmp_path, "got.so", open(path, "rb").read()), "the symbol binding at 0x6fa0 has an addend (0x1000)",
