@@ -503,8 +503,6 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 	if (!st)
 		st = alloc_job(&j);
 	if (!st)
-		st = cp_wheel_name_check(wheel, j.w->dist_info, err);
-	if (!st)
 		st = place_bets(&j);
 	if (!st && !o->keep_sources)
 		st = rewrite_sources(&j);

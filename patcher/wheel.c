@@ -2,6 +2,7 @@
  * wheel.c - reading and checking a wheel (see wheel.h).
  */
 #include "wheel.h"
+#include "wheel_name.h"
 #include "error.h"
 #include "find.h"
 #include "open_input.h"
@@ -532,6 +533,10 @@ static cp_status open_wheel(const char *path, const struct cp_wheel *src, const 
 		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
 	if (!st)
 		st = check_record(w, src, copied, defer, err);
+	/* pip refuses a wheel whose file name and .dist-info disagree (a copy
+	 * being checked has a temporary name and src's metadata) */
+	if (!st && !src)
+		st = cp_wheel_name_check(path, w->dist_info, err);
 	if (st) {
 		cp_wheel_close(w);
 		return st;

@@ -350,14 +350,21 @@ def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
 
 
 def assert_wheel_refused(wheel, out, message):
-    """`repair -t fallback` exits 2 with one line naming the wheel and the
-    problem, writes nothing and leaves the wheel as it was."""
+    """Every command that reads wheels (`repair` to each layout, `check`)
+    exits 2 with one line naming the wheel and the problem, writes nothing
+    and leaves the wheel as it was."""
     before = digest(wheel)
-    proc = repair(wheel, out, "fallback", check=None)
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % wheel) and message in lines[0], lines
-    assert os.listdir(out) == [] and digest(wheel) == before
+    runs = [("repair", mode, lambda mode=mode: repair(wheel, out, mode, check=None))
+            for mode in ("fallback", "legacy", "bindings")]
+    runs.append(("check", "", lambda: cypatch("check", "--against", MANIFEST["providers"]["bindings"], wheel)))
+    for command, mode, run in runs:
+        proc = run()
+        assert proc.returncode == 2, (command, mode, proc.stdout, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("cypatch: %s: " % wheel) and message in lines[0], \
+            (command, mode, lines)
+        assert not os.path.exists(out) or os.listdir(out) == [], (command, mode)
+    assert digest(wheel) == before
 
 
 def test_repair_usage_errors(tmp_path):
