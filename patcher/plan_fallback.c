@@ -467,9 +467,14 @@ static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uin
 	}
 	for (i = 0; i < NREDIRECTS; i++) {
 		uint64_t t = cp_plan_real_address(p, thunk_p[i]);
-		int32_t d = (int32_t)((int64_t)ctx - (int64_t)(t + 7));
-		int64_t rel = (int64_t)(t - ctx);
+		int64_t disp = (int64_t)(ctx - (t + 7)), rel = (int64_t)(t - ctx);
+		int32_t d = (int32_t)disp;
 
+		/* the segments placed on either side of a huge .bss */
+		if (disp != d)
+			return cp_fail(f->pl->err, CP_E_INPUT, "%s: the fallback stub's thunk at %#llx cannot reach its "
+				       "context at %#llx with a 32-bit displacement", f->pl->img->path,
+				       (unsigned long long)t, (unsigned long long)ctx);
 		memcpy(cc->bytes + (t - code) + 3, &d, 4);
 		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, thunk) + 8 * redirects[i].api, &rel, 8);
 		if (cp_plan_expect(f->pl, t, ctx) || cp_plan_expect(f->pl, t + 7, code + *redirects[i].entry))

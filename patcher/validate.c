@@ -84,6 +84,8 @@ static cp_status check_header(const char *path, const Elf64_Ehdr *eh, cp_error *
  * offset modulo it, and, as the gABI requires, PT_LOAD entries out of order
  * or sharing addresses (ld.so would map the later over the earlier; an
  * output planned from either view of those bytes would be wrong). */
+#define USER_SPACE (1ull << 47)
+
 static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned phnum, cp_error *err)
 {
 	const Elf64_Phdr *prev = NULL;
@@ -98,9 +100,11 @@ static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned ph
 		if ((ph[i].p_vaddr - ph[i].p_offset) & (ph[i].p_align - 1))
 			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD address and offset disagree "
 				       "modulo its alignment", path, i);
-		if (ph[i].p_memsz > UINT64_MAX - ph[i].p_vaddr)
-			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD wraps around the address space",
-				       path, i);
+		/* x86-64 gives user space 47 bits: ld.so cannot map more */
+		if (ph[i].p_memsz > USER_SPACE || ph[i].p_vaddr > USER_SPACE - ph[i].p_memsz)
+			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD ends past the address space "
+				       "(%#llx bytes at %#llx)", path, i, (unsigned long long)ph[i].p_memsz,
+				       (unsigned long long)ph[i].p_vaddr);
 		if (prev && ph[i].p_vaddr < prev->p_vaddr + prev->p_memsz)
 			return cp_fail(err, CP_E_INPUT, "%s: segments %u and %u: PT_LOAD entries overlap or are "
 				       "out of order", path, (unsigned)(prev - ph), i);

@@ -619,6 +619,31 @@ def test_a_plt_without_its_name(tmp_path, name):
     refused(write(tmp_path, "plt.so", ELF.with_changes((h, "<I", value))), "lies in no .plt section", tmp_path)
 
 
+def last_load():
+    return load_headers()[-1]
+
+
+def test_a_fallback_stub_beyond_a_huge_bss(tmp_path):
+    """fuzz_elf_fields: the writable segment's p_memsz grown to 2 GiB. The
+    stub's context went after it, out of its thunks' 32-bit reach, and the
+    check failed (exit 70, `the instruction at 0x47f0 does not reach
+    0x80008db0`). A bss that large is legal; the fallback is refused."""
+    h = last_load()
+    src = write(tmp_path, "bss.so", ELF.with_changes((h + 40, "<Q", 0x80000000)))
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = cypatch("--target-layout", "fallback", "-o", str(out / "x.so"), src)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert len(proc.stderr.splitlines()) == 1 and "cannot reach its context" in proc.stderr, proc.stderr
+    assert listing(str(out)) == []
+
+
+def test_a_segment_past_the_address_space(tmp_path):
+    h = last_load()
+    refused_everywhere(write(tmp_path, "huge.so", ELF.with_changes((h + 40, "<Q", 1 << 62))),
+                       "segment %d: PT_LOAD ends past the address space" % ((h - ELF.phoff) // 56), tmp_path)
+
+
 def test_the_fuzzers_got_find_is_refused(tmp_path):
     path = os.path.join(FUZZ_REPRODUCERS, "elf_fields", "flaky-symbol-bindings")
     refused(write(tmp_path, "got.so", open(path, "rb").read()), "the symbol binding at 0x6fa0 has an addend (0x1000)",
