@@ -1,6 +1,8 @@
 /* names.c - Python identifiers and dotted module names. */
 #include "names.h"
 
+#include <stdint.h>
+
 static bool ident_char(char c, bool first)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
@@ -41,4 +43,14 @@ bool cp_is_dotted_name(const char *s, size_t n)
 		start = i + 1;
 	}
 	return true;
+}
+
+size_t cp_name_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	return (size_t)h;
 }

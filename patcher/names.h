@@ -18,4 +18,7 @@ bool cp_is_dotted_name(const char *s, size_t n);
  * rewrite all take a module name to be. */
 bool cp_name_on_boundary(const char *text, size_t n, size_t pos, size_t len);
 
+/* FNV-1a of the first len bytes of s: the hash of the rules' hash tables. */
+size_t cp_name_hash(const char *s, size_t len);
+
 #endif

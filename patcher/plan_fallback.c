@@ -11,6 +11,7 @@
  * mangled prefix pairs and the stub's Python helper.
  */
 #include "plan_internal.h"
+#include "names.h"
 #include "error.h"
 #include "rules.h"
 #include "fallback_abi.h"
@@ -268,17 +269,6 @@ static size_t related_cap(const cp_rules *r)
 	return n;
 }
 
-/* FNV-1a of len bytes. */
-static size_t hash_name(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return (size_t)h;
-}
-
 /* Each name once, in the order first met; a hash set of those kept (index
  * + 1, 0 free) finds one met before, where a scan of them all made this
  * quadratic in the rules. Returns SIZE_MAX when out of memory. */
@@ -298,7 +288,7 @@ static size_t count_related(const cp_rules *r, char (*names)[128], size_t max)
 
 			do {
 				size_t len = (dot = strchr(dot + 1, '.')) ? (size_t)(dot - m) : strlen(m);
-				size_t k = hash_name(m, len) & (nslot - 1);
+				size_t k = cp_name_hash(m, len) & (nslot - 1);
 
 				if (len >= sizeof(names[0]))
 					continue;

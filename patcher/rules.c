@@ -73,17 +73,6 @@ int cp_rules_layout_index(const cp_rules *r, const char *name)
 	return -1;
 }
 
-/* FNV-1a of a NUL-terminated name, or of its first len bytes. */
-static size_t hash_name(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return (size_t)h;
-}
-
 static const char *slot_name(const cp_rules *r, size_t v)
 {
 	return r->mod[(v - 1) / 2].name[(v - 1) % 2];
@@ -93,7 +82,7 @@ static const char *slot_name(const cp_rules *r, size_t v)
  * where it would go. */
 static size_t *name_slot(const cp_rules *r, const char *name)
 {
-	size_t i = hash_name(name, strlen(name)) & (r->nname_slot - 1);
+	size_t i = cp_name_hash(name, strlen(name)) & (r->nname_slot - 1);
 
 	while (r->name_slot[i] && strcmp(slot_name(r, r->name_slot[i]), name) != 0)
 		i = (i + 1) & (r->nname_slot - 1);
@@ -116,7 +105,7 @@ static long find_name(const cp_rules *r, const char *name, int *k)
 
 static size_t *pkg_slot(const cp_rules *r, const char *name, size_t len)
 {
-	size_t i = hash_name(name, len) & (r->npkg_slot - 1);
+	size_t i = cp_name_hash(name, len) & (r->npkg_slot - 1);
 
 	while (r->pkg_slot[i] && (strncmp(r->pkg[r->pkg_slot[i] - 1].name, name, len) != 0 ||
 				  r->pkg[r->pkg_slot[i] - 1].name[len] != '\0'))
@@ -395,7 +384,7 @@ static int demangle(const char *mangled, char *buf, size_t size)
 
 static size_t *mangle_slot(const cp_rules *r, const char *prefix)
 {
-	size_t i = hash_name(prefix, strlen(prefix)) & (r->nmangle_slot - 1);
+	size_t i = cp_name_hash(prefix, strlen(prefix)) & (r->nmangle_slot - 1);
 
 	while (r->mangle_slot[i] &&
 	       strcmp(r->mangle[(r->mangle_slot[i] - 1) / 2].prefix[(r->mangle_slot[i] - 1) % 2], prefix) != 0)

@@ -637,19 +637,26 @@ def renamed_member(path, old, new):
     open(path, "wb").write(data.replace(old, new))
 
 
-def second_eocd(path):
-    """A second end record in the comment of the first, after a copy of the
-    central directory in another order: one reader takes one, another the other."""
+def central_directory(path):
+    """The archive's bytes, its end record's offset and bytes, and the
+    central directory's offset and records (each a bytearray)."""
     data = bytearray(open(path, "rb").read())
     at = data.rfind(b"PK\x05\x06")
     eocd = bytearray(data[at:at + 22])
-    n, size, off = struct.unpack("<HII", eocd[10:20])
+    size, off = struct.unpack("<II", eocd[12:20])
     records, i = [], off
     while i < off + size:
         rec_len = 46 + sum(struct.unpack("<HHH", data[i + 28:i + 34]))
-        records.append(bytes(data[i:i + rec_len]))
+        records.append(bytearray(data[i:i + rec_len]))
         i += rec_len
-    copy = b"".join(reversed(records))
+    return data, at, eocd, off, records
+
+
+def second_eocd(path):
+    """A second end record in the comment of the first, after a copy of the
+    central directory in another order: one reader takes one, another the other."""
+    data, at, eocd, off, records = central_directory(path)
+    copy = b"".join(bytes(r) for r in reversed(records))
     fake = bytearray(eocd)
     fake[12:20] = struct.pack("<II", len(copy), at + 22)
     eocd[20:22] = struct.pack("<H", len(copy) + len(fake))
@@ -690,15 +697,7 @@ def second_directory_hiding(path, name, evil):
     first two members, so that both directories span the same bytes (libzip
     keeps the first of two directories that do; zipfile, unzip and
     zip_layout.c read the last)."""
-    data = bytearray(open(path, "rb").read())
-    at = data.rfind(b"PK\x05\x06")
-    eocd = bytearray(data[at:at + 22])
-    n, size, off = struct.unpack("<HII", eocd[10:20])
-    records, i = [], off
-    while i < off + size:
-        rec_len = 46 + sum(struct.unpack("<HHH", data[i + 28:i + 34]))
-        records.append(bytearray(data[i:i + rec_len]))
-        i += rec_len
+    data, at, eocd, off, records = central_directory(path)
     rec = next(r for r in records if r[46:46 + struct.unpack("<H", r[28:30])[0]] == name.encode())
     lho = struct.unpack("<I", rec[42:46])[0]
     lh_len = 30 + sum(struct.unpack("<HH", data[lho + 26:lho + 30]))
