@@ -90,6 +90,10 @@ static cp_status read_member(struct cp_wheel *w, zip_uint64_t i, cp_error *err)
 		return bad(w, err, "unreadable attributes", m->name);
 	if (!safe_name(m->name))
 		return bad(w, err, "a member name leaves the target directory", m->name);
+	/* a directory is never read or listed in RECORD: bytes in one would
+	 * pass unchecked (its CRC-32 too) into the repaired wheel */
+	if (m->dir && m->size)
+		return bad(w, err, "a directory member holds data", m->name);
 	if (m->opsys == ZIP_OPSYS_UNIX && ((m->attr >> 16) & S_IFMT) == S_IFLNK)
 		return bad(w, err, "a member is a symbolic link", m->name);
 	if (m->size > CP_WHEEL_MAX_MEMBER ||

@@ -746,7 +746,13 @@ static void check_output(const char *in_path, const char *out_path, const struct
 		const EVP_MD *m;
 		zip_int64_t j;
 
-		if ((zip_uint64_t)i == rec_i || name[strlen(name) - 1] == '/')
+		if (name[strlen(name) - 1] == '/') {
+			zip_stat_t st;
+			if (zip_stat_index(z, (zip_uint64_t)i, 0, &st) || st.size)
+				VIOLATION("directory member %s holds data (unchecked by RECORD)", name);
+			continue;
+		}
+		if ((zip_uint64_t)i == rec_i)
 			continue;
 		if (!(row = cp_record_find(&rec, name)))
 			VIOLATION("member %s has no RECORD row", name);

@@ -562,3 +562,34 @@ def test_long_rules_line_named_by_its_number(tmp_path):
     rules.write_text("[layouts]\nlegacy = a\n; %s\nbad line\n" % ("x" * 250))
     proc = cypatch("show", "--rules", str(rules), SAMPLE)
     one_line(proc, 3, "cypatch: %s:3: " % rules)
+
+
+def test_directory_member_with_data(tmp_path):
+    """A member named as a directory ("x/") that carries bytes: it is never
+    read nor listed in RECORD, so its bytes (and a wrong CRC-32) went
+    unchecked into the repaired wheel (found by fuzz_zip_fields; Python's
+    testzip() reported the output corrupt)."""
+    import base64
+    import zipfile
+    dist = "demo-1.0.dist-info"
+    files = {dist + "/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+             dist + "/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"}
+    rows = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(),
+                                 len(d)) for n, d in files.items()]
+    wheel = str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl")
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo/hidden_", b"anything at all " * 64)
+        for n, d in files.items():
+            z.writestr(n, d)
+        z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+    data = open(wheel, "rb").read().replace(b"demo/hidden_", b"demo/hidden/")
+    open(wheel, "wb").write(data)
+    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
+        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and "a directory member holds data" in lines[0], (mode, proc.stderr)
+        assert listing(str(wheelhouse)) == [], mode
+    assert digest(wheel) == before
