@@ -758,7 +758,9 @@ static void check_output(const char *in_path, const char *out_path, const struct
 			VIOLATION("member %s has no RECORD row", name);
 		if (!(a = zip_read_all(z, (zip_uint64_t)i, &alen)))
 			VIOLATION("libzip cannot read member %s", name);
-		if (!(b = walker_read(d, &w->e[i], &blen)) || alen != blen || memcmp(a, b, alen))
+		if (w->e[i].method != 0 && w->e[i].method != 8)
+			b = NULL; /* bzip2, LZMA: libzip's alone */
+		else if (!(b = walker_read(d, &w->e[i], &blen)) || alen != blen || memcmp(a, b, alen))
 			VIOLATION("member %s: libzip and the walker read different bytes", name);
 		if (!(m = cp_record_algorithm(row->hash)))
 			VIOLATION("member %s: RECORD hash %s unknown", name, row->hash);

@@ -593,3 +593,58 @@ def test_directory_member_with_data(tmp_path):
         assert len(lines) == 1 and "a directory member holds data" in lines[0], (mode, proc.stderr)
         assert listing(str(wheelhouse)) == [], mode
     assert digest(wheel) == before
+
+
+def small_wheel(path, files=(), comment=b""):
+    """A wheel of METADATA, WHEEL and files {name: bytes}, RECORD made right."""
+    import base64
+    import zipfile
+    dist = "demo-1.0.dist-info"
+    files = dict(files)
+    files[dist + "/METADATA"] = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
+    files[dist + "/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"
+    rows = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(),
+                                 len(d)) for n, d in files.items()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+        z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+        z.comment = comment
+    return path
+
+
+def repair_refuses(tmp_path, wheel, message):
+    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
+    wheelhouse.mkdir(exist_ok=True)
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
+        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and message in lines[0], (mode, proc.stderr)
+        assert listing(str(wheelhouse)) == [], mode
+    assert digest(wheel) == before
+
+
+def test_end_record_in_the_comment(tmp_path):
+    """A second end record in the archive comment whose own comment length
+    runs past the file: libzip and zip_layout.c skip it, CPython's zipfile
+    (pip) takes it and reads another central directory (found by
+    fuzz_zip_fields through fuzz_replay_zip)."""
+    wheel = small_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                        comment=b"PK\x05\x06" + b"\0" * 16 + b"\xff\xff")
+    repair_refuses(tmp_path, wheel, "an end of central directory record in the archive comment")
+
+
+def test_unknown_compression_method(tmp_path):
+    """An empty member of compression method 0x7fff: libzip reads its no
+    bytes, CPython's zipfile (pip) refuses it; repair copied it (found by
+    fuzz_zip_fields)."""
+    import zipfile
+    wheel = small_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), {"demo/empty.py": b""})
+    with zipfile.ZipFile(wheel) as z:
+        local, cd = z.getinfo("demo/empty.py").header_offset, z.start_dir
+    data = bytearray(open(wheel, "rb").read())
+    struct.pack_into("<H", data, local + 8, 0x7fff)
+    struct.pack_into("<H", data, data.index(b"demo/empty.py", cd) - 46 + 10, 0x7fff)
+    open(wheel, "wb").write(data)
+    repair_refuses(tmp_path, wheel, "compression method is not stored, deflate, bzip2 or LZMA")
