@@ -648,3 +648,19 @@ def test_unknown_compression_method(tmp_path):
     struct.pack_into("<H", data, data.index(b"demo/empty.py", cd) - 46 + 10, 0x7fff)
     open(wheel, "wb").write(data)
     repair_refuses(tmp_path, wheel, "compression method is not stored, deflate, bzip2 or LZMA")
+
+
+def test_record_row_of_one_field(tmp_path):
+    """A RECORD row with no hash and no size ("45321"): never compared with
+    a member, so a row for a file the wheel lacks passed (found by
+    fuzz_replay_zip)."""
+    import zipfile
+    wheel = small_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    record = "demo-1.0.dist-info/RECORD"
+    files[record] = files[record] + b"45321\n"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+    repair_refuses(tmp_path, wheel, "line 4 has not three fields")
