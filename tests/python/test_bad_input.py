@@ -664,3 +664,17 @@ def test_record_row_of_one_field(tmp_path):
         for n, d in files.items():
             z.writestr(n, d)
     repair_refuses(tmp_path, wheel, "line 4 has not three fields")
+
+
+ZIP_REPRODUCERS = sorted(glob.glob(os.path.join(FUZZ_REPRODUCERS, "zip_fields", "*")))
+
+
+@pytest.mark.parametrize("path", ZIP_REPRODUCERS, ids=[os.path.basename(p) for p in ZIP_REPRODUCERS])
+def test_zip_fields_reproducers_are_refused(path, tmp_path):
+    """Each fuzz_zip_fields find, as a wheel, refused by repair in one line."""
+    wheel = str(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl")
+    shutil.copyfile(path, wheel)
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(tmp_path / "out"), "-t", mode, wheel)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, (mode, proc.returncode, proc.stderr)
+        assert listing(str(tmp_path / "out")) == [], mode
