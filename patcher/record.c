@@ -167,9 +167,19 @@ cp_status cp_record_parse(struct cp_record *r, const char *text, size_t len, con
 			p = eol ? eol + 1 : end;
 			continue;
 		}
+		bool commas;
+
 		path = field(&p, stop);
+		commas = p[-1] == ',';
 		hash = field(&p, stop);
+		commas = commas && p[-1] == ',';
 		size = field(&p, stop);
+		/* PEP 376: path, hash, size; a shorter row (no hash, so never
+		 * compared with a member) for a file the wheel lacks passed */
+		if (!commas) {
+			free(path), free(hash), free(size);
+			return cp_fail(err, CP_E_INPUT, "%s: line %zu has not three fields", what, line);
+		}
 		if (path && !path[0]) {
 			free(path), free(hash), free(size);
 			return cp_fail(err, CP_E_INPUT, "%s: line %zu has no path", what, line);

@@ -109,6 +109,7 @@ static cp_status find_end(int fd, const char *path, uint64_t size, uint64_t *at,
 	size_t n = size < cap ? (size_t)size : cap, p;
 	uint8_t *tail = malloc(cap);
 	cp_status st = CP_OK;
+	bool later = false;
 
 	if (!tail)
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
@@ -117,10 +118,18 @@ static cp_status find_end(int fd, const char *path, uint64_t size, uint64_t *at,
 	/* the last signature whose comment reaches the end of the file */
 	for (p = n - CP_EOCD_LEN; !st; p--) {
 		if (cp_get32(tail + p) == CP_EOCD_SIG && p + CP_EOCD_LEN + cp_get16(tail + p + 20) == n) {
+			/* an end record in its comment, whose own comment does not
+			 * reach the end: CPython's zipfile takes the last signature
+			 * there is and reads another central directory than libzip
+			 * and this reader (pip would install other bytes) */
+			if (later)
+				st = bad(err, path, "an end of central directory record in the archive comment");
 			*at = size - n + p;
 			memcpy(end, tail + p, CP_EOCD_LEN);
 			break;
 		}
+		if (cp_get32(tail + p) == CP_EOCD_SIG)
+			later = true;
 		if (!p)
 			st = bad(err, path, "no end of central directory");
 	}

@@ -2,7 +2,7 @@
 """Seed corpora for the libFuzzer harnesses, taken from the sample corpus.
 
 usage: make_seeds.py CORPUS_DIR OUT_DIR
-Writes OUT_DIR/{elf,patch,rules,blob,wheel}/. The ELF seeds are corpus
+Writes OUT_DIR/{elf,patch,rules,blob,wheel,zip_fields}/. The ELF seeds are corpus
 builds (every Cython version, several variants, a provider, a non-Cython
 library); blob seeds are real streams of each algorithm (LZSS from
 Cython's own compressor); wheel seeds are real small wheels and one built
@@ -101,7 +101,7 @@ def record_line(name, data):
     return "%s,sha256=%s,%d" % (name, digest, len(data))
 
 
-def made_wheel(so, path):
+def made_wheel(so, path, method=zipfile.ZIP_DEFLATED):
     members = {
         "pkg/__init__.py": b"",
         "pkg/" + os.path.basename(so): open(so, "rb").read(),
@@ -109,7 +109,7 @@ def made_wheel(so, path):
         "pkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n",
     }
     record = [record_line(n, d) for n, d in members.items()] + ["pkg-1.0.dist-info/RECORD,,"]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(path, "w", method) as z:
         for n, d in members.items():
             z.writestr(n, d)
         z.writestr("pkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
@@ -124,12 +124,27 @@ def wheel_seeds(corpus, out):
     made_wheel(small_sos(corpus, 1)[0], os.path.join(d, "made.whl"))
 
 
+def zip_fields_seeds(corpus, out):
+    """Small wheels of real corpus modules for the field mutator: deflated
+    and stored, plus the small real wheels (all under max_len 262144)."""
+    d = os.path.join(out, "zip_fields")
+    os.makedirs(d, exist_ok=True)
+    sos = [p for p in small_sos(corpus, 1) if os.path.getsize(p) <= 200000][:3]
+    for k, so in enumerate(sos):
+        made_wheel(so, os.path.join(d, "deflated-%d.whl" % k))
+        made_wheel(so, os.path.join(d, "stored-%d.whl" % k), zipfile.ZIP_STORED)
+    real = glob.glob(os.path.join(corpus, "foreign", "*", "*.whl"))
+    real += glob.glob(os.path.join(corpus, "wheels", "cuda_pathfinder-*.whl"))
+    copy_seeds([p for p in real if os.path.getsize(p) <= 262144], d)
+
+
 def main(corpus, out):
     shutil.rmtree(out, ignore_errors=True)
     elf_seeds(corpus, out)
     rules_seeds(out)
     blob_seeds(corpus, out)
     wheel_seeds(corpus, out)
+    zip_fields_seeds(corpus, out)
 
 
 if __name__ == "__main__":

@@ -750,3 +750,119 @@ def test_long_rules_line_named_by_its_number(tmp_path):
     rules.write_text("[layouts]\nlegacy = a\n; %s\nbad line\n" % ("x" * 250))
     proc = cypatch("show", "--rules", str(rules), SAMPLE)
     one_line(proc, 3, "cypatch: %s:3: " % rules)
+
+
+def test_directory_member_with_data(tmp_path):
+    """A member named as a directory ("x/") that carries bytes: it is never
+    read nor listed in RECORD, so its bytes (and a wrong CRC-32) went
+    unchecked into the repaired wheel (found by fuzz_zip_fields; Python's
+    testzip() reported the output corrupt)."""
+    import base64
+    import zipfile
+    dist = "demo-1.0.dist-info"
+    files = {dist + "/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+             dist + "/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"}
+    rows = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(),
+                                 len(d)) for n, d in files.items()]
+    wheel = str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl")
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo/hidden_", b"anything at all " * 64)
+        for n, d in files.items():
+            z.writestr(n, d)
+        z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+    data = open(wheel, "rb").read().replace(b"demo/hidden_", b"demo/hidden/")
+    open(wheel, "wb").write(data)
+    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
+        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and "a directory member holds data" in lines[0], (mode, proc.stderr)
+        assert listing(str(wheelhouse)) == [], mode
+    assert digest(wheel) == before
+
+
+def small_wheel(path, files=(), comment=b""):
+    """A wheel of METADATA, WHEEL and files {name: bytes}, RECORD made right."""
+    import base64
+    import zipfile
+    dist = "demo-1.0.dist-info"
+    files = dict(files)
+    files[dist + "/METADATA"] = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
+    files[dist + "/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"
+    rows = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(),
+                                 len(d)) for n, d in files.items()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+        z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+        z.comment = comment
+    return path
+
+
+def repair_refuses(tmp_path, wheel, message):
+    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
+    wheelhouse.mkdir(exist_ok=True)
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
+        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and message in lines[0], (mode, proc.stderr)
+        assert listing(str(wheelhouse)) == [], mode
+    assert digest(wheel) == before
+
+
+def test_end_record_in_the_comment(tmp_path):
+    """A second end record in the archive comment whose own comment length
+    runs past the file: libzip and zip_layout.c skip it, CPython's zipfile
+    (pip) takes it and reads another central directory (found by
+    fuzz_zip_fields through fuzz_replay_zip)."""
+    wheel = small_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                        comment=b"PK\x05\x06" + b"\0" * 16 + b"\xff\xff")
+    repair_refuses(tmp_path, wheel, "an end of central directory record in the archive comment")
+
+
+def test_unknown_compression_method(tmp_path):
+    """An empty member of compression method 0x7fff: libzip reads its no
+    bytes, CPython's zipfile (pip) refuses it; repair copied it (found by
+    fuzz_zip_fields)."""
+    import zipfile
+    wheel = small_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), {"demo/empty.py": b""})
+    with zipfile.ZipFile(wheel) as z:
+        local, cd = z.getinfo("demo/empty.py").header_offset, z.start_dir
+    data = bytearray(open(wheel, "rb").read())
+    struct.pack_into("<H", data, local + 8, 0x7fff)
+    struct.pack_into("<H", data, data.index(b"demo/empty.py", cd) - 46 + 10, 0x7fff)
+    open(wheel, "wb").write(data)
+    repair_refuses(tmp_path, wheel, "compression method is not stored, deflate, bzip2 or LZMA")
+
+
+def test_record_row_of_one_field(tmp_path):
+    """A RECORD row with no hash and no size ("45321"): never compared with
+    a member, so a row for a file the wheel lacks passed (found by
+    fuzz_replay_zip)."""
+    import zipfile
+    wheel = small_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    record = "demo-1.0.dist-info/RECORD"
+    files[record] = files[record] + b"45321\n"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for n, d in files.items():
+            z.writestr(n, d)
+    repair_refuses(tmp_path, wheel, "line 4 has not three fields")
+
+
+ZIP_REPRODUCERS = sorted(glob.glob(os.path.join(FUZZ_REPRODUCERS, "zip_fields", "*")))
+
+
+@pytest.mark.parametrize("path", ZIP_REPRODUCERS, ids=[os.path.basename(p) for p in ZIP_REPRODUCERS])
+def test_zip_fields_reproducers_are_refused(path, tmp_path):
+    """Each fuzz_zip_fields find, as a wheel, refused by repair in one line."""
+    wheel = str(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl")
+    shutil.copyfile(path, wheel)
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(tmp_path / "out"), "-t", mode, wheel)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, (mode, proc.returncode, proc.stderr)
+        assert listing(str(tmp_path / "out")) == [], mode
