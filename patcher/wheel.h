@@ -24,6 +24,7 @@ struct cp_wheel_member {
 	char *name;           /* UTF-8 (libzip reads a name without the UTF-8 flag as CP437) */
 	char *raw_name;       /* the bytes the archive holds */
 	uint64_t size, comp_size;
+	uint32_t crc;         /* as the central directory declares it */
 	int32_t comp_method;
 	uint8_t opsys;
 	uint32_t attr;

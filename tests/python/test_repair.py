@@ -748,6 +748,31 @@ def test_a_second_directory_that_hides_a_members_bytes_is_refused(tmp_path):
         assert os.listdir(out) == []
 
 
+@pytest.mark.parametrize("method,message", [
+    (zipfile.ZIP_STORED, "a member is corrupt"),  # libzip checks a stored member's CRC-32 itself
+    (zipfile.ZIP_DEFLATED, "a member's CRC-32 does not match its bytes")], ids=["stored", "deflated"])
+def test_a_member_whose_crc_is_wrong_is_refused(method, message, tmp_path):
+    """fuzz_zip_fields' long run: a member whose CRC-32 (local header and
+    central record alike) does not match its bytes, which RECORD's hash
+    does. Its SHA-256 was checked and its CRC-32 was not; the member was
+    copied as it was, and zipfile (pip) then refused the repaired wheel."""
+    wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
+    with zipfile.ZipFile(wheel, "w", method) as z:
+        for n, d in DEMO.items():
+            z.writestr(n, d)
+        z.writestr("demo-1.0.dist-info/RECORD", "\n".join(record_of(DEMO) + ["demo-1.0.dist-info/RECORD,,"]) + "\n")
+    data, at, eocd, off, records = central_directory(wheel)
+    rec = next(r for r in records if r[46:46 + struct.unpack("<H", r[28:30])[0]] == b"demo/__init__.py")
+    lho = struct.unpack("<I", rec[42:46])[0]
+    crc = struct.unpack("<I", rec[16:20])[0] ^ 1
+    struct.pack_into("<I", data, lho + 14, crc)
+    struct.pack_into("<I", data, off + sum(len(r) for r in records[:records.index(rec)]) + 16, crc)
+    open(wheel, "wb").write(bytes(data))
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(wheel).read("demo/__init__.py")
+    assert_wheel_refused(wheel, tmp_path / "out", message + ": demo/__init__.py")
+
+
 def hostile_18(case, tmp_path):
     """(wheel path, the message's part) of each hostile wheel of issue 18."""
     wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
