@@ -145,7 +145,7 @@ static bool walk(const uint8_t *d, size_t size, struct zwalk *w)
 		z->usize = u32 = rd32(d + p + 24);
 		z->off = o32 = rd32(d + p + 42);
 		apply_z64(d + p + 46 + nl, el, z, u32, c32, o32);
-		if (z->off + 30 <= size && rd32(d + z->off) == 0x04034b50) {
+		if (z->off <= size && size - z->off >= 30 && rd32(d + z->off) == 0x04034b50) {
 			size_t h = (size_t)z->off, dat = h + 30 + rd16(d + h + 26) + rd16(d + h + 28);
 
 			z->lh = h;
