@@ -1,8 +1,10 @@
 /*
  * wheel.h - a wheel read with libzip and checked before anything trusts
  * it: member names that stay inside the target, no symlinks, no duplicate
- * names, sane declared sizes, one .dist-info with a RECORD that matches
- * every member.
+ * names, sane declared sizes, one .dist-info named as the file is, with a
+ * RECORD that matches every member (and each member's CRC-32); and
+ * zip_layout.c's reading of the same archive, which repair copies from,
+ * agreeing with libzip's member for member and byte for byte.
  */
 #ifndef CP_WHEEL_H
 #define CP_WHEEL_H
