@@ -201,6 +201,20 @@ def test_dynamic_entry_pointing_outside(tmp_path, tag, name):
             "dynamic entry %s (0x7fffffff0000) points outside the loaded segments" % name, tmp_path)
 
 
+def repair_refuses(tmp_path, wheel, message, start="cypatch: "):
+    """`repair` to legacy and to fallback exits 2 with one line starting
+    with `start` and holding `message`, and writes nothing."""
+    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
+    wheelhouse.mkdir(exist_ok=True)
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
+        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(start) and message in lines[0], (mode, proc.stderr)
+        assert listing(str(wheelhouse)) == [], mode
+    assert digest(wheel) == before
+
+
 def refused_everywhere(path, message, tmp_path):
     """refused(), and then by `repair` of a wheel holding it (the message
     names the wheel and the member; nothing is left in the output folder)
@@ -209,17 +223,7 @@ def refused_everywhere(path, message, tmp_path):
     refused(path, message, tmp_path)
     member = "demo/bad" + MANIFEST["ext_suffix"]
     wheel = wheel_of(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), {member: open(path, "rb").read()})
-    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
-    wheelhouse.mkdir(exist_ok=True)
-    for mode in ("legacy", "fallback"):
-        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
-        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
-        lines = proc.stderr.splitlines()
-        assert len(lines) == 1 and lines[0].startswith("cypatch: %s: %s: " % (wheel, member)), \
-            (mode, proc.stderr)
-        assert message in lines[0], (mode, lines[0])
-        assert listing(str(wheelhouse)) == [], mode
-    assert digest(wheel) == before
+    repair_refuses(tmp_path, wheel, message, "cypatch: %s: %s: " % (wheel, member))
     proc = cypatch("check", "--against", MANIFEST["providers"]["bindings"], path)
     assert proc.returncode == 2, ("check", proc.returncode, proc.stderr)
     lines = proc.stderr.splitlines()
@@ -784,33 +788,12 @@ def test_directory_member_with_data(tmp_path):
 
 
 def small_wheel(path, files=(), comment=b""):
-    """A wheel of METADATA, WHEEL and files {name: bytes}, RECORD made right."""
-    import base64
+    """A wheel of METADATA, WHEEL and files {name: bytes}, stored, RECORD made right."""
     import zipfile
-    dist = "demo-1.0.dist-info"
-    files = dict(files)
-    files[dist + "/METADATA"] = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
-    files[dist + "/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"
-    rows = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(),
-                                 len(d)) for n, d in files.items()]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        for n, d in files.items():
-            z.writestr(n, d)
-        z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
-        z.comment = comment
-    return path
+    from test_check import wheel_of
+    return wheel_of(path, dict(files), zipfile.ZIP_STORED, comment)
 
 
-def repair_refuses(tmp_path, wheel, message):
-    before, wheelhouse = digest(wheel), tmp_path / "wheelhouse"
-    wheelhouse.mkdir(exist_ok=True)
-    for mode in ("legacy", "fallback"):
-        proc = cypatch("repair", "-w", str(wheelhouse), "-t", mode, wheel)
-        assert proc.returncode == 2, (mode, proc.returncode, proc.stderr)
-        lines = proc.stderr.splitlines()
-        assert len(lines) == 1 and message in lines[0], (mode, proc.stderr)
-        assert listing(str(wheelhouse)) == [], mode
-    assert digest(wheel) == before
 
 
 def test_end_record_in_the_comment(tmp_path):

@@ -98,8 +98,9 @@ def test_a_hostile_provider_is_refused_in_one_line(tmp_path):
 
 # -- the Python code a wheel's import runs first (issue 17, "package") -------
 
-def wheel_of(path, files):
-    """A wheel of our own: files {name: bytes}, RECORD made right."""
+def wheel_of(path, files, method=None, comment=b""):
+    """A wheel of our own: files {name: bytes}, RECORD made right (members
+    deflated unless `method` says otherwise, the archive comment given)."""
     import base64
     import hashlib
     import zipfile
@@ -109,10 +110,11 @@ def wheel_of(path, files):
     files[dist + "/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"
     rows = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(),
                                  len(d)) for n, d in files.items()]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if method is None else method) as z:
         for n, d in files.items():
             z.writestr(n, d)
         z.writestr(dist + "/RECORD", "\n".join(rows + [dist + "/RECORD,,"]) + "\n")
+        z.comment = comment
     return path
 
 
