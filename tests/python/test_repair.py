@@ -773,6 +773,24 @@ def test_a_member_whose_crc_is_wrong_is_refused(method, message, tmp_path):
     assert_wheel_refused(wheel, tmp_path / "out", message + ": demo/__init__.py")
 
 
+def test_a_member_that_holds_less_than_it_declares_is_refused(tmp_path):
+    """fuzz_zip_fields' long run: a member's declared size (local header
+    and central record alike) larger than what its stream inflates to.
+    RECORD's size matched the bytes, and zipfile reads them without a
+    word; libzip and the declared size disagree, and the repaired wheel
+    carried the disagreement on."""
+    wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
+    wheel_with_rows(wheel, DEMO, record_of(DEMO))
+    data, at, eocd, off, records = central_directory(wheel)
+    k = next(i for i, r in enumerate(records) if r[46:46 + struct.unpack("<H", r[28:30])[0]] == b"demo/__init__.py")
+    lho = struct.unpack("<I", records[k][42:46])[0]
+    size = struct.unpack("<I", records[k][24:28])[0] + 4096
+    struct.pack_into("<I", data, lho + 22, size)
+    struct.pack_into("<I", data, off + sum(len(r) for r in records[:k]) + 24, size)
+    open(wheel, "wb").write(bytes(data))
+    assert_wheel_refused(wheel, tmp_path / "out", "a member holds less than it declares: demo/__init__.py")
+
+
 def hostile_18(case, tmp_path):
     """(wheel path, the message's part) of each hostile wheel of issue 18."""
     wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
