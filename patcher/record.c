@@ -6,6 +6,7 @@
 
 #include <openssl/evp.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,16 +150,48 @@ static cp_status add_row(struct cp_record *r, char *path, char *hash, char *size
 	return CP_OK;
 }
 
+/* Whether s[0, n) is UTF-8 (RFC 3629: shortest forms, no surrogates,
+ * nothing past U+10FFFF). */
+static bool utf8(const unsigned char *s, size_t n)
+{
+	size_t i = 0, k, len;
+	uint32_t c;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		len = (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3 : (s[i] & 0xf8) == 0xf0 ? 4 : 0;
+		if (!len || len > n - i)
+			return false;
+		c = s[i] & (0x7f >> len);
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			c = c << 6 | (s[i + k] & 0x3f);
+		}
+		if (c < (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
 cp_status cp_record_parse(struct cp_record *r, const char *text, size_t len, const char *what, cp_error *err)
 {
 	const char *p = text, *end = text + len;
 	size_t line = 0;
 
 	memset(r, 0, sizeof(*r));
+	/* pip reads RECORD as UTF-8 (PEP 376) and fails on anything else */
+	if (!utf8((const unsigned char *)text, len))
+		return cp_fail(err, CP_E_INPUT, "%s: not UTF-8 text", what);
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *stop = eol ? eol : end;
 		char *path, *hash, *size;
+		const char *sized;
 
 		line++;
 		if (stop > p && stop[-1] == '\r')
@@ -173,10 +206,12 @@ cp_status cp_record_parse(struct cp_record *r, const char *text, size_t len, con
 		commas = p[-1] == ',';
 		hash = field(&p, stop);
 		commas = commas && p[-1] == ',';
+		sized = p;
 		size = field(&p, stop);
 		/* PEP 376: path, hash, size; a shorter row (no hash, so never
-		 * compared with a member) for a file the wheel lacks passed */
-		if (!commas) {
+		 * compared with a member) for a file the wheel lacks passed, and
+		 * pip refuses a longer one */
+		if (!commas || (p > sized && p[-1] == ',')) {
 			free(path), free(hash), free(size);
 			return cp_fail(err, CP_E_INPUT, "%s: line %zu has not three fields", what, line);
 		}

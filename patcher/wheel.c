@@ -586,23 +586,41 @@ void cp_wheel_close(struct cp_wheel *w)
 	free(w);
 }
 
+/* A member into memory: take() keeps it within the size it declares. */
+struct memory {
+	uint8_t *buf;
+	size_t len;
+};
+
+static int memory_sink(void *ctx, const uint8_t *p, size_t n)
+{
+	struct memory *m = ctx;
+
+	memcpy(m->buf + m->len, p, n);
+	m->len += n;
+	return 0;
+}
+
+/* Through stream_member, as every read is: its CRC-32 and the other
+ * reader's bytes are checked (zip_fread of exactly the declared size never
+ * reaches the end where libzip checks the CRC-32). */
 cp_status cp_wheel_read(struct cp_wheel *w, size_t i, uint8_t **data, size_t *len, cp_error *err)
 {
-	zip_file_t *f = zip_fopen_index(w->zip, i, 0);
-	uint8_t *buf = malloc(w->m[i].size + 1);
-	zip_int64_t got = -1;
+	struct memory m = { malloc(w->m[i].size + 1), 0 };
+	char hash[CP_RECORD_HASH_MAX];
+	uint64_t n;
+	cp_status st;
 
 	*data = NULL;
-	if (f && buf)
-		got = zip_fread(f, buf, w->m[i].size + 1);
-	if (f)
-		zip_fclose(f);
-	if (got < 0 || (uint64_t)got != w->m[i].size) {
-		free(buf);
-		return bad(w, err, "a member cannot be read in full", w->m[i].name);
+	if (!m.buf)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", w->path);
+	st = stream_member(w, w->zip, i, EVP_sha256(), memory_sink, &m, hash, &n, err);
+	if (st) {
+		free(m.buf);
+		return st;
 	}
-	*data = buf;
-	*len = (size_t)got;
+	*data = m.buf;
+	*len = m.len;
 	return CP_OK;
 }
 

@@ -171,6 +171,11 @@ static cp_status find_directory(int fd, const char *path, struct cp_zip_layout *
 	}
 	if (l->cd_off > limit || l->cd_size > limit - l->cd_off)
 		return bad(err, path, "the central directory lies outside the file");
+	/* zipfile finds the directory by its size back from the end record and
+	 * moves every offset by the difference (data prepended to the
+	 * archive): only where there is none does it read what libzip does */
+	if (l->cd_off + l->cd_size != limit)
+		return bad(err, path, "bytes between the central directory and its end record");
 	if (l->cd_size > MAX_CD || *entries > l->cd_size / CDR_LEN)
 		return bad(err, path, "an implausible central directory");
 	return CP_OK;
@@ -201,6 +206,9 @@ static cp_status read_records(int fd, const char *path, struct cp_zip_layout *l,
 			return bad(err, path, "a broken central directory record");
 		if (!record_values(r, &v))
 			return bad(err, path, "a central directory record without its zip64 fields");
+		/* zipfile (so pip) refuses a member that needs a version past 6.3 */
+		if (r[6] > 63)
+			return bad(err, path, "a member needs a zip version past 6.3 to extract");
 		s->off = v.off;
 		s->comp_size = v.csize;
 		if (s->off >= l->cd_off)

@@ -748,29 +748,33 @@ def test_a_second_directory_that_hides_a_members_bytes_is_refused(tmp_path):
         assert os.listdir(out) == []
 
 
+@pytest.mark.parametrize("member", ["demo/__init__.py", "demo-1.0.dist-info/RECORD"], ids=["module", "record"])
 @pytest.mark.parametrize("method,message", [
     (zipfile.ZIP_STORED, "a member is corrupt"),  # libzip checks a stored member's CRC-32 itself
     (zipfile.ZIP_DEFLATED, "a member's CRC-32 does not match its bytes")], ids=["stored", "deflated"])
-def test_a_member_whose_crc_is_wrong_is_refused(method, message, tmp_path):
+def test_a_member_whose_crc_is_wrong_is_refused(method, message, member, tmp_path):
     """fuzz_zip_fields' long run: a member whose CRC-32 (local header and
     central record alike) does not match its bytes, which RECORD's hash
     does. Its SHA-256 was checked and its CRC-32 was not; the member was
-    copied as it was, and zipfile (pip) then refused the repaired wheel."""
+    copied as it was, and zipfile (pip) then refused the repaired wheel.
+    RECORD itself was read for exactly its declared size, which never
+    reached the end where libzip checks the CRC-32: a wheel that needed
+    nothing was copied with it."""
     wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
     with zipfile.ZipFile(wheel, "w", method) as z:
         for n, d in DEMO.items():
             z.writestr(n, d)
         z.writestr("demo-1.0.dist-info/RECORD", "\n".join(record_of(DEMO) + ["demo-1.0.dist-info/RECORD,,"]) + "\n")
     data, at, eocd, off, records = central_directory(wheel)
-    rec = next(r for r in records if r[46:46 + struct.unpack("<H", r[28:30])[0]] == b"demo/__init__.py")
+    rec = next(r for r in records if r[46:46 + struct.unpack("<H", r[28:30])[0]] == member.encode())
     lho = struct.unpack("<I", rec[42:46])[0]
     crc = struct.unpack("<I", rec[16:20])[0] ^ 1
     struct.pack_into("<I", data, lho + 14, crc)
     struct.pack_into("<I", data, off + sum(len(r) for r in records[:records.index(rec)]) + 16, crc)
     open(wheel, "wb").write(bytes(data))
     with pytest.raises(zipfile.BadZipFile):
-        zipfile.ZipFile(wheel).read("demo/__init__.py")
-    assert_wheel_refused(wheel, tmp_path / "out", message + ": demo/__init__.py")
+        zipfile.ZipFile(wheel).read(member)
+    assert_wheel_refused(wheel, tmp_path / "out", message + ": " + member)
 
 
 def test_a_member_that_holds_less_than_it_declares_is_refused(tmp_path):
@@ -816,6 +820,25 @@ def hostile_18(case, tmp_path):
                                 else "demo-1.1-py3-none-any.whl"))
         wheel_with_rows(wheel, DEMO, rows)
         return wheel, "the file name does not match demo-1.0.dist-info"
+    if case == "record-not-utf8":
+        with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+            for n, d in DEMO.items():
+                z.writestr(n, d)
+            z.writestr("demo-1.0.dist-info/RECORD", ("\n".join(rows) + "\n").encode() + b"demo/caf\xe9.txt,,\n"
+                       + b"demo-1.0.dist-info/RECORD,,\n")
+        return wheel, "demo-1.0.dist-info/RECORD: not UTF-8 text"
+    if case == "record-four-fields":
+        wheel_with_rows(wheel, DEMO, rows[:1] + [rows[1] + ",x"] + rows[2:])
+        return wheel, "RECORD: line 2 has not three fields"
+    if case in ("version-255", "gap-before-end-record"):
+        wheel_with_rows(wheel, DEMO, rows)
+        data, at, eocd, off, records = central_directory(wheel)
+        if case == "version-255":
+            data[off + 6] = 255  # version needed to extract, of the first record
+            open(wheel, "wb").write(bytes(data))
+            return wheel, "a member needs a zip version past 6.3 to extract"
+        open(wheel, "wb").write(bytes(data[:at]) + b"\0" * 16 + bytes(data[at:]))
+        return wheel, "bytes between the central directory and its end record"
     assert case == "two-dist-info", case
     files = dict(DEMO, **{"other-1.0.dist-info/METADATA": b"Name: other\n"})
     wheel_with_rows(wheel, files, record_of(files))
@@ -823,7 +846,8 @@ def hostile_18(case, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["record-stale-duplicate-row", "record-dotdot", "record-absolute", "record-md5",
-                                  "record-sha1", "two-eocd", "other-name", "other-version", "two-dist-info"])
+                                  "record-sha1", "two-eocd", "other-name", "other-version", "two-dist-info",
+                                  "record-not-utf8", "record-four-fields", "version-255", "gap-before-end-record"])
 def test_hostile_wheels_of_issue_18_are_refused_in_one_line(case, tmp_path):
     wheel, message = hostile_18(case, tmp_path)
     assert_wheel_refused(wheel, tmp_path / "out", message)
