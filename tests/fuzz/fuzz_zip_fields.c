@@ -191,6 +191,19 @@ struct nent {
 	bool z64;            /* sizes and offset in a zip64 extra field */
 };
 
+/* The fields a local header and a central record share, from "version
+ * needed to extract" to the name's length (at +4 and +6 of each). */
+static void shared_fields(uint8_t *at, const struct nent *e)
+{
+	wr16(at, e->z64 ? 45 : 20);
+	wr16(at + 2, e->flags);
+	wr16(at + 4, e->method);
+	wr32(at + 10, e->crc);
+	wr32(at + 14, e->z64 ? 0xffffffff : (uint32_t)e->data_len);
+	wr32(at + 18, e->z64 ? 0xffffffff : (uint32_t)e->usize);
+	wr16(at + 22, (uint32_t)e->name_len);
+}
+
 static void build(struct buf *b, const struct nent *e, size_t n, const uint8_t *comment, size_t comment_len)
 {
 	size_t i, cd_off;
@@ -202,13 +215,7 @@ static void build(struct buf *b, const struct nent *e, size_t n, const uint8_t *
 		offs[i] = b->n;
 		memset(h, 0, 30);
 		wr32(h, 0x04034b50);
-		wr16(h + 4, e[i].z64 ? 45 : 20);
-		wr16(h + 6, e[i].flags);
-		wr16(h + 8, e[i].method);
-		wr32(h + 14, e[i].crc);
-		wr32(h + 18, e[i].z64 ? 0xffffffff : (uint32_t)e[i].data_len);
-		wr32(h + 22, e[i].z64 ? 0xffffffff : (uint32_t)e[i].usize);
-		wr16(h + 26, (uint32_t)e[i].name_len);
+		shared_fields(h + 4, &e[i]);
 		wr16(h + 28, e[i].z64 ? 20 : 0);
 		put(b, h, 30);
 		put(b, e[i].name, e[i].name_len);
@@ -226,13 +233,7 @@ static void build(struct buf *b, const struct nent *e, size_t n, const uint8_t *
 		memset(h, 0, 46);
 		wr32(h, 0x02014b50);
 		wr16(h + 4, 0x031e);
-		wr16(h + 6, e[i].z64 ? 45 : 20);
-		wr16(h + 8, e[i].flags);
-		wr16(h + 10, e[i].method);
-		wr32(h + 16, e[i].crc);
-		wr32(h + 20, e[i].z64 ? 0xffffffff : (uint32_t)e[i].data_len);
-		wr32(h + 24, e[i].z64 ? 0xffffffff : (uint32_t)e[i].usize);
-		wr16(h + 28, (uint32_t)e[i].name_len);
+		shared_fields(h + 6, &e[i]);
 		wr16(h + 30, e[i].z64 ? 28 : 0);
 		wr32(h + 38, 0100644u << 16);
 		wr32(h + 42, e[i].z64 ? 0xffffffff : (uint32_t)offs[i]);
