@@ -68,18 +68,21 @@ static cp_status push_reloc(cp_image *img, size_t *cap, uint64_t off, uint32_t t
 	return CP_OK;
 }
 
-/* Whether [va, va+8) lies in the memory image of one PT_LOAD. */
-static bool place_loaded(const cp_image *img, uint64_t va)
+/* The PT_LOAD, from index `from` on, whose memory (or, file_backed, whose
+ * file bytes) hold [va, va+8); img->nseg when none does. validate.c has
+ * the PT_LOADs ascending without overlap: at most one holds it. */
+static size_t load_holding(const cp_image *img, size_t from, uint64_t va, bool file_backed)
 {
 	size_t i;
 
-	for (i = 0; i < img->nseg; i++) {
+	for (i = from; i < img->nseg; i++) {
 		const struct cp_segment *g = &img->seg[i];
+		uint64_t room = file_backed ? g->filesz : g->memsz;
 
-		if (g->type == PT_LOAD && va >= g->vaddr && g->memsz >= 8 && va - g->vaddr <= g->memsz - 8)
-			return true;
+		if (g->type == PT_LOAD && va >= g->vaddr && room >= 8 && va - g->vaddr <= room - 8)
+			return i;
 	}
-	return false;
+	return img->nseg;
 }
 
 /* A dynamic relocation ld.so applies as the scan reads it: at a place it
@@ -94,7 +97,7 @@ static cp_status dynamic_reloc_ok(const cp_image *img, const struct cp_section *
 
 	if (!(s->flags & SHF_ALLOC))
 		return CP_OK;
-	if (!place_loaded(img, r->r_offset))
+	if (load_holding(img, 0, r->r_offset, false) == img->nseg)
 		return cp_fail(err, CP_E_INPUT, "%s: %s: a relocation writes at %#llx, outside the loaded segments",
 			       img->path, s->name, (unsigned long long)r->r_offset);
 	if ((type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) && r->r_addend)
@@ -129,16 +132,9 @@ static cp_status read_rela(cp_image *img, const struct cp_section *s, size_t *ca
 	return CP_OK;
 }
 
-/* RELR (-z pack-relative-relocs): relative relocations whose addend is the
- * word already stored at the place. ld.so writes each place, so it must lie
- * inside the file-backed bytes of a writable PT_LOAD segment, and RELR
- * encodes ascending addresses, so each place must lie above the one before.
- * Together these bound the relocations by the file's size: a bitmap word of
- * all ones no longer stands for 63 relocations wherever it points. */
 /* Where the next RELR place may lie: above `next`, and in segment `seg` or
- * a later one (validate.c has the PT_LOAD segments ascending without
- * overlap, and places ascend, so the search only moves forward). Kept across
- * RELR sections, so that several of them over the same bytes stay bounded. */
+ * a later one (places ascend, and so do the segments). Kept across RELR
+ * sections, so that several of them over the same bytes stay bounded. */
 struct relr_cursor {
 	uint64_t next;
 	size_t seg;
@@ -146,20 +142,20 @@ struct relr_cursor {
 
 static bool relr_writable(const cp_image *img, struct relr_cursor *c, uint64_t where)
 {
-	size_t i;
+	size_t i = load_holding(img, c->seg, where, true);
 
-	for (i = c->seg; i < img->nseg; i++) {
-		const struct cp_segment *g = &img->seg[i];
-
-		if (g->type == PT_LOAD && (g->flags & PF_W) && where >= g->vaddr &&
-		    g->filesz >= 8 && where - g->vaddr <= g->filesz - 8) {
-			c->seg = i;
-			return true;
-		}
-	}
-	return false;
+	if (i == img->nseg || !(img->seg[i].flags & PF_W))
+		return false;
+	c->seg = i;
+	return true;
 }
 
+/* RELR (-z pack-relative-relocs): relative relocations whose addend is the
+ * word already stored at the place. ld.so writes each place, so it must lie
+ * inside the file-backed bytes of a writable PT_LOAD segment, and RELR
+ * encodes ascending addresses, so each place must lie above the one before.
+ * Together these bound the relocations by the file's size: a bitmap word of
+ * all ones no longer stands for 63 relocations wherever it points. */
 static cp_status push_relr(cp_image *img, const struct cp_section *s, size_t *cap,
 			   uint64_t where, struct relr_cursor *c, cp_error *err)
 {

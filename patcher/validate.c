@@ -78,14 +78,14 @@ static cp_status check_header(const char *path, const Elf64_Ehdr *eh, cp_error *
 	return CP_OK;
 }
 
+#define USER_SPACE (1ull << 47)
+
 /* What ld.so refuses (dl-load.c), refused here before anything is planned
  * around it: an alignment that is not a power of two of at least a page
  * (4 KiB, the smallest x86-64 page), an address not congruent to its file
  * offset modulo it, and, as the gABI requires, PT_LOAD entries out of order
  * or sharing addresses (ld.so would map the later over the earlier; an
  * output planned from either view of those bytes would be wrong). */
-#define USER_SPACE (1ull << 47)
-
 static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned phnum, cp_error *err)
 {
 	const Elf64_Phdr *prev = NULL;

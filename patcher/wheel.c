@@ -92,13 +92,13 @@ static cp_status read_member(struct cp_wheel *w, zip_uint64_t i, cp_error *err)
 		return bad(w, err, "unreadable attributes", m->name);
 	if (!safe_name(m->name))
 		return bad(w, err, "a member name leaves the target directory", m->name);
-	/* a directory is never read or listed in RECORD: bytes in one would
-	 * pass unchecked (its CRC-32 too) into the repaired wheel */
 	/* what CPython's zipfile (pip) reads: stored, deflate, bzip2, LZMA; an
 	 * empty member of another method passed libzip, which inflates nothing */
 	if (m->comp_method != ZIP_CM_STORE && m->comp_method != ZIP_CM_DEFLATE && m->comp_method != ZIP_CM_BZIP2 &&
 	    m->comp_method != ZIP_CM_LZMA)
 		return bad(w, err, "a member's compression method is not stored, deflate, bzip2 or LZMA", m->name);
+	/* a directory is never read or listed in RECORD: bytes in one would
+	 * pass unchecked (its CRC-32 too) into the repaired wheel */
 	if (m->dir && m->size)
 		return bad(w, err, "a directory member holds data", m->name);
 	if (m->opsys == ZIP_OPSYS_UNIX && ((m->attr >> 16) & S_IFMT) == S_IFLNK)
