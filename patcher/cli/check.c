@@ -1,7 +1,7 @@
 /* check.c - `cypatch check`: will it bind under that site-packages? */
 #include "common.h"
 
-#include "predict.h"
+#include "predict/predict.h"
 
 #include <getopt.h>
 #include <stdio.h>

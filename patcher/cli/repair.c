@@ -1,9 +1,9 @@
 /* repair.c - `cypatch repair`: the wheel step of a packaging pipeline. */
 #include "common.h"
 
-#include "cleanup_on_signal.h"
-#include "error.h"
-#include "repair.h"
+#include "util/cleanup_on_signal.h"
+#include "util/error.h"
+#include "repair/repair.h"
 
 #include <errno.h>
 #include <getopt.h>

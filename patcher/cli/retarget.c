@@ -2,10 +2,10 @@
  * that it binds to the other layout. */
 #include "common.h"
 
-#include "cleanup_on_signal.h"
-#include "error.h"
-#include "patch.h"
-#include "rules.h"
+#include "util/cleanup_on_signal.h"
+#include "util/error.h"
+#include "emit/patch.h"
+#include "rules/rules.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* show.c - `cypatch show`: what an extension references, per layout. */
 #include "common.h"
-#include "error.h"
-#include "exports.h"
+#include "util/error.h"
+#include "predict/exports.h"
 
 #include <getopt.h>
 #include <stdio.h>

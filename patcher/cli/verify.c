@@ -2,7 +2,7 @@
  * every binding (and, with --gpu, call the CUDA functions through them). */
 #include "common.h"
 
-#include "verify.h"
+#include "verify/verify.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * bytes (the patcher re-encodes what it rewrites).
  */
 #include "fuzz_input.h"
-#include "blob.h"
+#include "cython/blob.h"
 
 #include <stdlib.h>
 #include <string.h>

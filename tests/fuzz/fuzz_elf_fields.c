@@ -22,9 +22,9 @@
  * command line.
  */
 #include "fuzz_input.h"
-#include "patch.h"
-#include "rules.h"
-#include "scan.h"
+#include "emit/patch.h"
+#include "rules/rules.h"
+#include "scan/scan.h"
 
 #include <elf.h>
 #include <stdio.h>

@@ -5,9 +5,9 @@
  * spliced into a new archive (offsets in zip64 fields for odd sizes).
  */
 #include "fuzz_input.h"
-#include "wheel.h"
-#include "zip_layout.h"
-#include "zip_splice.h"
+#include "wheel/wheel.h"
+#include "wheel/zip_layout.h"
+#include "wheel/zip_splice.h"
 
 #include <fcntl.h>
 #include <stdio.h>

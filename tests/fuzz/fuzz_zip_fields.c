@@ -21,9 +21,9 @@
  * (libzip); no name is absolute or holds `..`. A violation aborts.
  */
 #include "fuzz_input.h"
-#include "record.h"
-#include "repair.h"
-#include "zip_layout.h"
+#include "wheel/record.h"
+#include "repair/repair.h"
+#include "wheel/zip_layout.h"
 
 #include <fcntl.h>
 #include <openssl/evp.h>

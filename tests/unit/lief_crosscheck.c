@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <LIEF/ELF.h>
 
-#include "image.h"
+#include "elf/image.h"
 #include "so_files.h"
 
 #include <elf.h>

@@ -11,7 +11,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "blob.h"
+#include "cython/blob.h"
 
 static const char *vector_dir;
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "find.h"
+#include "util/find.h"
 
 /* xorshift: the same bytes on every run */
 static uint32_t next(uint32_t *x)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rules.h"
+#include "rules/rules.h"
 
 static const char *rules_file;
 

@@ -17,7 +17,7 @@
 #include <zlib.h>
 #include <zip.h>
 
-#include "zip_deflated.h"
+#include "wheel/zip_deflated.h"
 
 struct input {
 	const char *name;

@@ -17,8 +17,8 @@
 #include <cmocka.h>
 #include <zip.h>
 
-#include "zip_layout.h"
-#include "zip_splice.h"
+#include "wheel/zip_layout.h"
+#include "wheel/zip_splice.h"
 
 struct member {
 	const char *name;

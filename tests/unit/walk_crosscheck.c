@@ -11,10 +11,10 @@
  * usage: walk_crosscheck RULES FILE|DIR...  (directories: every *.so below)
  */
 #include "cypatch.h"
-#include "disasm.h"
-#include "image.h"
-#include "patch.h"
-#include "scan.h"
+#include "arch/x86_64/disasm.h"
+#include "elf/image.h"
+#include "emit/patch.h"
+#include "scan/scan.h"
 #include "so_files.h"
 
 #include <stdio.h>

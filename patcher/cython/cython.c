@@ -1,0 +1,124 @@
+/*
+ * cython.c - which Cython generated the module.
+ *
+ * Cython names its shared ABI module "_cython_<major>_<minor>_<patch>" (with
+ * suffixes for limited-API builds) and keeps the name in .rodata.
+ */
+#include "scan/scan.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool parse_abi(const char *p, size_t avail, cp_scan *s)
+{
+	int major, minor, patch, n = 0;
+	char tail;
+
+	if (avail < 14 || sscanf(p, "_cython_%d_%d_%d%n", &major, &minor, &patch, &n) != 3 || n == 0)
+		return false;
+	tail = p[n];
+	if (tail && tail != '.' && tail != '\0' && tail != 'l' && tail != 'a' && tail != 'v' &&
+	    tail != 'n')
+		return false;
+	s->cy_major = major;
+	s->cy_minor = minor;
+	s->cy_patch = patch;
+	snprintf(s->cython, sizeof(s->cython), "%d.%d.%d", major, minor, patch);
+	return true;
+}
+
+/* Cython's helpers carry the version too: __Pyx_ImportType_0_29_37. */
+static bool from_symbols(cp_scan *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->img->nsym; i++) {
+		const char *n = s->img->sym[i].name, *p = strstr(n, "__Pyx_");
+		int major, minor, patch;
+
+		if (!p || !(p = strstr(p, "_0_29_")) ||
+		    sscanf(p, "_%d_%d_%d", &major, &minor, &patch) != 3)
+			continue;
+		s->cy_major = major;
+		s->cy_minor = minor;
+		s->cy_patch = patch;
+		snprintf(s->cython, sizeof(s->cython), "%d.%d.%d", major, minor, patch);
+		return true;
+	}
+	return false;
+}
+
+/* Whether a read-only data section holds the needle. */
+static bool rodata_holds(const cp_scan *s, const char *needle, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < s->img->nsec; i++) {
+		const struct cp_section *sec = &s->img->sec[i];
+		const uint8_t *d = cp_image_bytes(s->img, sec->offset, sec->size);
+
+		if (d && cp_section_is_rodata(sec) && !cp_section_is_device_code(sec) &&
+		    cp_image_search(s->img, sec, 0, needle, n))
+			return true;
+	}
+	return false;
+}
+
+/* A module without CyFunctions may name no ABI module (0.29 always, and
+ * 3.x limited-API builds: rmm 26.08's helper.abi3.so); "cython_runtime"
+ * (the module it registers) still marks it. */
+static bool has_runtime_marker(const cp_scan *s)
+{
+	static const char marker[] = "\0cython_runtime\0";
+
+	return rodata_holds(s, marker, sizeof(marker) - 1);
+}
+
+/* Cython 3.2+ decompresses its string blob at import and says so when it
+ * cannot ("... cannot initialise module strings. String compression was
+ * configured ..."): such a module is no 0.29 one, whatever else it lacks. */
+static bool has_blob_marker(const cp_scan *s)
+{
+	static const char marker[] = "cannot initialise module strings";
+
+	return rodata_holds(s, marker, sizeof(marker) - 1);
+}
+
+void cp_cython_version(cp_scan *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->img->nsec; i++) {
+		const struct cp_section *sec = &s->img->sec[i];
+		const uint8_t *d, *p;
+
+		if (!cp_section_is_data(sec))
+			continue;
+		d = cp_image_bytes(s->img, sec->offset, sec->size);
+		for (p = d; d && (p = cp_image_search(s->img, sec, (uint64_t)(p - d), "_cython_", 8)) != NULL; p++) {
+			if ((p == d || p[-1] == 0) &&
+			    parse_abi((const char *)p, sec->size - (size_t)(p - d), s)) {
+				s->is_cython = true;
+				return;
+			}
+		}
+	}
+	if (!has_runtime_marker(s))
+		return;
+	s->is_cython = true;
+	if (from_symbols(s))
+		return;
+	if (has_blob_marker(s)) {
+		/* the version is not written down; 3.2 is the least it can be */
+		s->cy_major = 3;
+		s->cy_minor = 2;
+		s->cy_patch = -1;
+		snprintf(s->cython, sizeof(s->cython), "3.2+");
+	} else {
+		s->cy_major = 0;
+		s->cy_minor = 29;
+		s->cy_patch = -1;
+		snprintf(s->cython, sizeof(s->cython), "0.29");
+	}
+}

@@ -1,0 +1,320 @@
+/*
+ * image.c - opening an ELF file, and bounds-checked access to its bytes.
+ */
+#include "elf/image.h"
+#include "util/error.h"
+#include "util/find.h"
+#include "util/map_guard.h"
+#include "elf/open_input.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static cp_status map_file(cp_image *img, cp_error *err)
+{
+	struct stat st;
+	void *p;
+	int fd = cp_open_regular(img->path, &st);
+
+	if (fd < 0 && errno == ENOTSUP)
+		return cp_fail(err, CP_E_INPUT, "%s: not a regular file", img->path);
+	if (fd < 0)
+		return cp_fail(err, CP_E_INPUT, "%s: cannot open: %s", img->path, strerror(errno));
+	img->size = (size_t)st.st_size;
+	if (img->size == 0) {
+		close(fd);
+		return cp_fail(err, CP_E_INPUT, "%s: empty file", img->path);
+	}
+	p = mmap(NULL, img->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return cp_fail(err, CP_E_INPUT, "%s: cannot map: %s", img->path, strerror(errno));
+	}
+	if (!cp_map_guard_add(p, img->size)) {
+		munmap(p, img->size);
+		close(fd);
+		return cp_fail(err, CP_E_INTERNAL, "%s: too many files mapped at once", img->path);
+	}
+	img->data = p;
+	img->fd = fd;
+	return CP_OK;
+}
+
+cp_status cp_image_intact(const cp_image *img, cp_error *err)
+{
+	if (cp_map_guard_intact(img->data))
+		return CP_OK;
+	return cp_fail(err, CP_E_INPUT, "%s: the file was truncated while cypatch read it", img->path);
+}
+
+cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
+{
+	cp_image *img = calloc(1, sizeof(*img));
+	cp_status st;
+
+	*out = NULL;
+	if (!img || !(img->path = strdup(path))) {
+		free(img);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", path);
+	}
+	img->fd = -1;
+	st = map_file(img, err);
+	if (!st)
+		st = cp_validate_elf(path, img->data, img->size, err);
+	if (!st)
+		st = cp_elf_read(img, err);
+	if (!st)
+		st = cp_relocs_read(img, err);
+	if (!st)
+		st = cp_fallback_read(img, err);
+	if (!st)
+		st = cp_functions_read(img, err);
+	if (!st)
+		st = cp_image_intact(img, err);
+	if (st) {
+		cp_image_close(img);
+		return st;
+	}
+	*out = img;
+	return CP_OK;
+}
+
+void cp_image_close(cp_image *img)
+{
+	if (!img)
+		return;
+	if (img->data) {
+		cp_map_guard_remove(img->data);
+		munmap((void *)img->data, img->size);
+	}
+	if (img->fd >= 0)
+		close(img->fd);
+	free(img->sec);
+	free(img->seg);
+	free(img->sym);
+	free(img->rel);
+	free(img->got);
+	free(img->plt);
+	free(img->func);
+	free(img->dynnames);
+	free(img->path);
+	free(img);
+}
+
+void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), from, to;
+
+	if (off > img->size || len > img->size - off)
+		return;
+	from = (off + page - 1) & ~(page - 1);
+	to = (off + len) & ~(page - 1);
+	/* an unwritten private file mapping: dropping it loses nothing */
+	if (to > from)
+		madvise((void *)(img->data + from), to - from, MADV_DONTNEED);
+}
+
+const uint8_t *cp_image_search(const cp_image *img, const struct cp_section *sec, uint64_t from,
+			       const void *needle, size_t n)
+{
+	const uint64_t window = CP_SEARCH_WINDOW;
+	const uint8_t *d = cp_image_bytes(img, sec->offset, sec->size), *hit;
+	uint64_t to;
+
+	if (!d || sec->type == SHT_NOBITS || !n)
+		return NULL;
+	for (; from < sec->size; from = to) {
+		to = sec->size - from > window ? from + window : sec->size;
+		/* a match may start in this window and end in the next */
+		hit = cp_find_first(d + from, (to + n - 1 < sec->size ? to + n - 1 : sec->size) - from, needle, n);
+		if (hit)
+			return hit;
+		if (sec->size > window)
+			cp_image_done_with(img, sec->offset + from, to - from);
+	}
+	return NULL;
+}
+
+const uint8_t *cp_image_bytes(const cp_image *img, uint64_t off, uint64_t len)
+{
+	if (off > img->size || len > img->size - off)
+		return NULL;
+	return img->data + off;
+}
+
+bool cp_section_is_code(const struct cp_section *s)
+{
+	return (s->flags & SHF_ALLOC) && (s->flags & SHF_EXECINSTR) && s->type == SHT_PROGBITS;
+}
+
+bool cp_section_is_rodata(const struct cp_section *s)
+{
+	return (s->flags & SHF_ALLOC) && !(s->flags & (SHF_EXECINSTR | SHF_WRITE)) &&
+	       s->type == SHT_PROGBITS;
+}
+
+bool cp_section_is_device_code(const struct cp_section *s)
+{
+	return s->name && (strcmp(s->name, ".nv_fatbin") == 0 || strcmp(s->name, "__nv_relfatbin") == 0);
+}
+
+bool cp_section_is_data(const struct cp_section *s)
+{
+	return (s->flags & SHF_ALLOC) && !(s->flags & SHF_EXECINSTR) && s->type == SHT_PROGBITS &&
+	       !cp_section_is_device_code(s);
+}
+
+bool cp_section_is_writable(const struct cp_section *s)
+{
+	return (s->flags & SHF_ALLOC) && (s->flags & SHF_WRITE);
+}
+
+/* Whether the section owns its addresses in the process image. A TLS
+ * section without file bytes (.tbss) has addresses in the file, usually
+ * those of the sections after it (.init_array, .data.rel.ro in C++
+ * modules), but its memory is allocated per thread elsewhere. */
+bool cp_section_is_mapped(const struct cp_section *s)
+{
+	return (s->flags & SHF_ALLOC) && !((s->flags & SHF_TLS) && s->type == SHT_NOBITS);
+}
+
+const struct cp_section *cp_image_section_at(const cp_image *img, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < img->nsec; i++) {
+		const struct cp_section *s = &img->sec[i];
+
+		if (cp_section_is_mapped(s) && va >= s->addr && va - s->addr < s->size)
+			return s;
+	}
+	return NULL;
+}
+
+const struct cp_section *cp_image_section(const cp_image *img, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < img->nsec; i++)
+		if (strcmp(img->sec[i].name, name) == 0)
+			return &img->sec[i];
+	return NULL;
+}
+
+bool cp_image_va_to_off(const cp_image *img, uint64_t va, uint64_t len, uint64_t *off)
+{
+	const struct cp_section *s = cp_image_section_at(img, va);
+
+	if (!s || s->type == SHT_NOBITS || len > s->size - (va - s->addr))
+		return false;
+	*off = s->offset + (va - s->addr);
+	return cp_image_bytes(img, *off, len) != NULL;
+}
+
+const uint8_t *cp_image_va_bytes(const cp_image *img, uint64_t va, uint64_t len)
+{
+	uint64_t off;
+
+	return cp_image_va_to_off(img, va, len, &off) ? img->data + off : NULL;
+}
+
+const char *cp_image_cstring(const cp_image *img, uint64_t va, size_t max)
+{
+	const struct cp_section *s = cp_image_section_at(img, va);
+	uint64_t avail, off;
+	const uint8_t *p;
+
+	if (!s || s->type == SHT_NOBITS)
+		return NULL;
+	avail = s->size - (va - s->addr);
+	if (avail > max)
+		avail = max;
+	if (!cp_image_va_to_off(img, va, avail, &off))
+		return NULL;
+	p = img->data + off;
+	return memchr(p, 0, avail) ? (const char *)p : NULL;
+}
+
+static const char *find_slot(const struct cp_import_slot *v, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].addr == addr ? v[lo].name : NULL;
+}
+
+const char *cp_image_plt_name(const cp_image *img, uint64_t addr)
+{
+	return find_slot(img->plt, img->nplt, addr);
+}
+
+const char *cp_image_got_name(const cp_image *img, uint64_t addr)
+{
+	return find_slot(img->got, img->ngot, addr);
+}
+
+const struct cp_symbol *cp_image_symbol_at(const cp_image *img, uint64_t addr)
+{
+	size_t lo = 0, hi = img->nsym;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (img->sym[mid].value < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < img->nsym && img->sym[lo].value == addr; lo++)
+		if (img->sym[lo].defined)
+			return &img->sym[lo];
+	return NULL;
+}
+
+const struct cp_symbol *cp_image_symbol(const cp_image *img, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < img->nsym; i++)
+		if (img->sym[i].defined && strcmp(img->sym[i].name, name) == 0)
+			return &img->sym[i];
+	return NULL;
+}
+
+bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	size_t lo = 0, hi = img->nfunc;
+	const struct cp_section *s;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (img->func[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	s = cp_image_section_at(img, addr);
+	if (!s)
+		return false;
+	*start = img->func[lo - 1];
+	*end = lo < img->nfunc ? img->func[lo] : s->addr + s->size;
+	if (*end > s->addr + s->size)
+		*end = s->addr + s->size;
+	return *start >= s->addr;
+}

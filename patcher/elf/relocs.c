@@ -1,0 +1,332 @@
+/*
+ * relocs.c - dynamic relocations, .dynsym names, and the GOT and PLT maps.
+ *
+ * LIEF's C API has no relocations, so they are read here with <elf.h> types.
+ * Every read copies through memcpy from a range checked against the file.
+ */
+#include "elf/image.h"
+#include "util/error.h"
+
+#include <elf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SHT_RELR
+#define SHT_RELR 19
+#endif
+
+static cp_status oom(const cp_image *img, cp_error *err)
+{
+	return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+}
+
+static cp_status read_dynnames(cp_image *img, cp_error *err)
+{
+	const struct cp_section *dynsym = NULL, *str;
+	size_t i, n;
+
+	for (i = 0; i < img->nsec; i++)
+		if (img->sec[i].type == SHT_DYNSYM)
+			dynsym = &img->sec[i];
+	if (!dynsym)
+		return CP_OK;
+	if (dynsym->link >= img->nsec)
+		return cp_fail(err, CP_E_INPUT, "%s: .dynsym links to no string table", img->path);
+	str = &img->sec[dynsym->link];
+	n = dynsym->size / sizeof(Elf64_Sym);
+	img->dynnames = calloc(n ? n : 1, sizeof(char *));
+	if (!img->dynnames)
+		return oom(img, err);
+	for (i = 0; i < n; i++) {
+		const uint8_t *p = cp_image_bytes(img, dynsym->offset + i * sizeof(Elf64_Sym),
+						  sizeof(Elf64_Sym));
+		Elf64_Sym sym;
+
+		if (!p)
+			return cp_fail(err, CP_E_INPUT, "%s: .dynsym lies outside the file", img->path);
+		memcpy(&sym, p, sizeof(sym));
+		if (sym.st_name >= str->size ||
+		    !memchr(img->data + str->offset + sym.st_name, 0, str->size - sym.st_name))
+			return cp_fail(err, CP_E_INPUT, "%s: .dynsym entry %zu has a bad name", img->path, i);
+		img->dynnames[i] = (char *)(img->data + str->offset + sym.st_name);
+	}
+	img->ndynnames = n;
+	return CP_OK;
+}
+
+static cp_status push_reloc(cp_image *img, size_t *cap, uint64_t off, uint32_t type,
+			    uint32_t sym, int64_t addend, uint64_t entry_off, cp_error *err)
+{
+	if (CP_GROW(img->rel, *cap, img->nrel + 1))
+		return oom(img, err);
+	img->rel[img->nrel].entry_off = entry_off;
+	img->rel[img->nrel].offset = off;
+	img->rel[img->nrel].type = type;
+	img->rel[img->nrel].sym = sym;
+	img->rel[img->nrel].addend = addend;
+	img->nrel++;
+	return CP_OK;
+}
+
+/* The PT_LOAD, from index `from` on, whose memory (or, file_backed, whose
+ * file bytes) hold [va, va+8); img->nseg when none does. validate.c has
+ * the PT_LOADs ascending without overlap: at most one holds it. */
+static size_t load_holding(const cp_image *img, size_t from, uint64_t va, bool file_backed)
+{
+	size_t i;
+
+	for (i = from; i < img->nseg; i++) {
+		const struct cp_segment *g = &img->seg[i];
+		uint64_t room = file_backed ? g->filesz : g->memsz;
+
+		if (g->type == PT_LOAD && va >= g->vaddr && room >= 8 && va - g->vaddr <= room - 8)
+			return i;
+	}
+	return img->nseg;
+}
+
+/* A dynamic relocation ld.so applies as the scan reads it: at a place it
+ * maps (elsewhere it writes into whatever lies there, and a patch that
+ * adds a segment changes what does), and a symbol binding without an
+ * addend (lazy binding ignores it, eager binding adds it: the function
+ * called would depend on LD_BIND_NOW). */
+static cp_status dynamic_reloc_ok(const cp_image *img, const struct cp_section *s, const Elf64_Rela *r,
+				  cp_error *err)
+{
+	uint32_t type = (uint32_t)ELF64_R_TYPE(r->r_info);
+
+	if (!(s->flags & SHF_ALLOC))
+		return CP_OK;
+	if (load_holding(img, 0, r->r_offset, false) == img->nseg)
+		return cp_fail(err, CP_E_INPUT, "%s: %s: a relocation writes at %#llx, outside the loaded segments",
+			       img->path, s->name, (unsigned long long)r->r_offset);
+	if ((type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) && r->r_addend)
+		return cp_fail(err, CP_E_INPUT, "%s: %s: the symbol binding at %#llx has an addend (%#llx)", img->path,
+			       s->name, (unsigned long long)r->r_offset, (unsigned long long)r->r_addend);
+	return CP_OK;
+}
+
+static cp_status read_rela(cp_image *img, const struct cp_section *s, size_t *cap, cp_error *err)
+{
+	size_t i, n = s->size / sizeof(Elf64_Rela);
+	cp_status st;
+
+	if (s->entsize != sizeof(Elf64_Rela))
+		return cp_fail(err, CP_E_INPUT, "%s: %s: bad relocation entry size", img->path, s->name);
+	for (i = 0; i < n; i++) {
+		const uint8_t *p = cp_image_bytes(img, s->offset + i * sizeof(Elf64_Rela),
+						  sizeof(Elf64_Rela));
+		Elf64_Rela r;
+
+		if (!p)
+			return cp_fail(err, CP_E_INPUT, "%s: %s lies outside the file", img->path, s->name);
+		memcpy(&r, p, sizeof(r));
+		st = dynamic_reloc_ok(img, s, &r, err);
+		if (!st)
+			st = push_reloc(img, cap, r.r_offset, (uint32_t)ELF64_R_TYPE(r.r_info),
+				(uint32_t)ELF64_R_SYM(r.r_info), r.r_addend,
+				s->offset + i * sizeof(Elf64_Rela), err);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/* Where the next RELR place may lie: above `next`, and in segment `seg` or
+ * a later one (places ascend, and so do the segments). Kept across RELR
+ * sections, so that several of them over the same bytes stay bounded. */
+struct relr_cursor {
+	uint64_t next;
+	size_t seg;
+};
+
+static bool relr_writable(const cp_image *img, struct relr_cursor *c, uint64_t where)
+{
+	size_t i = load_holding(img, c->seg, where, true);
+
+	if (i == img->nseg || !(img->seg[i].flags & PF_W))
+		return false;
+	c->seg = i;
+	return true;
+}
+
+/* RELR (-z pack-relative-relocs): relative relocations whose addend is the
+ * word already stored at the place. ld.so writes each place, so it must lie
+ * inside the file-backed bytes of a writable PT_LOAD segment, and RELR
+ * encodes ascending addresses, so each place must lie above the one before.
+ * Together these bound the relocations by the file's size: a bitmap word of
+ * all ones no longer stands for 63 relocations wherever it points. */
+static cp_status push_relr(cp_image *img, const struct cp_section *s, size_t *cap,
+			   uint64_t where, struct relr_cursor *c, cp_error *err)
+{
+	const uint8_t *p;
+	uint64_t v = 0;
+
+	if (where < c->next)
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: %s: the relocation at 0x%llx is not above the one before it",
+			       img->path, s->name, (unsigned long long)where);
+	if (!relr_writable(img, c, where))
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: %s: a relocation at 0x%llx lies outside the writable segments",
+			       img->path, s->name, (unsigned long long)where);
+	c->next = where + 1;
+	p = cp_image_va_bytes(img, where, 8);
+	if (p)
+		memcpy(&v, p, 8);
+	return push_reloc(img, cap, where, R_X86_64_RELATIVE, 0, (int64_t)v, 0, err);
+}
+
+static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *cap,
+			   struct relr_cursor *c, cp_error *err)
+{
+	size_t i, n = s->size / 8;
+	uint64_t base = 0;
+	cp_status st;
+
+	for (i = 0; i < n; i++) {
+		const uint8_t *p = cp_image_bytes(img, s->offset + i * 8, 8);
+		uint64_t e;
+		int bit;
+
+		if (!p)
+			return cp_fail(err, CP_E_INPUT, "%s: %s lies outside the file", img->path, s->name);
+		memcpy(&e, p, 8);
+		if ((e & 1) == 0) {
+			st = push_relr(img, s, cap, e, c, err);
+			if (st)
+				return st;
+			base = e + 8;
+			continue;
+		}
+		for (bit = 1; bit < 64; bit++) {
+			if ((e >> bit) & 1) {
+				st = push_relr(img, s, cap, base + (uint64_t)(bit - 1) * 8, c, err);
+				if (st)
+					return st;
+			}
+		}
+		base += 63 * 8;
+	}
+	return CP_OK;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct cp_import_slot *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static cp_status build_got(cp_image *img, cp_error *err)
+{
+	size_t i, cap = 0;
+
+	for (i = 0; i < img->nrel; i++) {
+		const struct cp_reloc *r = &img->rel[i];
+
+		if (r->type != R_X86_64_JUMP_SLOT && r->type != R_X86_64_GLOB_DAT)
+			continue;
+		if (r->sym == 0 || r->sym >= img->ndynnames)
+			continue;
+		if (CP_GROW(img->got, cap, img->ngot + 1))
+			return oom(img, err);
+		img->got[img->ngot].addr = r->offset;
+		img->got[img->ngot].name = img->dynnames[r->sym];
+		img->ngot++;
+	}
+	if (img->ngot)
+		qsort(img->got, img->ngot, sizeof(*img->got), by_addr);
+	/* ld.so writes each; the last wins, and which name the slot holds
+	 * depends on the order of calls: no reading of the code could say */
+	for (i = 1; i < img->ngot; i++)
+		if (img->got[i].addr == img->got[i - 1].addr)
+			return cp_fail(err, CP_E_INPUT, "%s: two relocations bind the GOT slot at %#llx (%s and %s)",
+				       img->path, (unsigned long long)img->got[i].addr, img->got[i - 1].name,
+				       img->got[i].name);
+	return CP_OK;
+}
+
+/* The code walk knows the PLT by its sections' names (.plt, .plt.sec,
+ * .plt.got) and walks every other executable section as the module's
+ * code. A lazily bound slot holds, until its first call, the address of
+ * its PLT entry's second half: that address must lie in a .plt section,
+ * or the PLT would be walked (and patched) as code. */
+static cp_status plt_where_named(const cp_image *img, cp_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < img->nrel; i++) {
+		const struct cp_reloc *r = &img->rel[i];
+		const uint8_t *p = r->type == R_X86_64_JUMP_SLOT ? cp_image_va_bytes(img, r->offset, 8) : NULL;
+		const struct cp_section *s;
+		uint64_t lazy;
+
+		if (!p)
+			continue;
+		memcpy(&lazy, p, 8);
+		s = lazy ? cp_image_section_at(img, lazy) : NULL;
+		if (lazy && (!s || !cp_section_is_code(s) || strncmp(s->name, ".plt", 4) != 0))
+			return cp_fail(err, CP_E_INPUT, "%s: the PLT entry at %#llx (slot %#llx) lies in no .plt section",
+				       img->path, (unsigned long long)lazy, (unsigned long long)r->offset);
+	}
+	return CP_OK;
+}
+
+/* PLT entries jump through their GOT slot with `ff 25 disp32` (lazy .plt,
+ * .plt.sec after endbr64 and bnd prefix, .plt.got). The entry that code
+ * calls starts at the section's entry granularity. */
+static cp_status scan_plt_section(cp_image *img, const struct cp_section *s, size_t *cap,
+				  cp_error *err)
+{
+	uint64_t gran = s->entsize ? s->entsize : 16, pos;
+	const uint8_t *d = cp_image_bytes(img, s->offset, s->size);
+
+	if (!d || s->size < 6)
+		return CP_OK;
+	for (pos = 0; pos + 6 <= s->size; pos++) {
+		int32_t disp;
+		uint64_t slot, entry;
+		const char *name;
+
+		if (d[pos] != 0xff || d[pos + 1] != 0x25)
+			continue;
+		memcpy(&disp, d + pos + 2, 4);
+		slot = s->addr + pos + 6 + (uint64_t)(int64_t)disp;
+		name = cp_image_got_name(img, slot);
+		if (!name)
+			continue;
+		entry = s->addr + (pos / gran) * gran;
+		if (CP_GROW(img->plt, *cap, img->nplt + 1))
+			return oom(img, err);
+		img->plt[img->nplt].addr = entry;
+		img->plt[img->nplt].name = name;
+		img->nplt++;
+		pos += 5;
+	}
+	return CP_OK;
+}
+
+cp_status cp_relocs_read(cp_image *img, cp_error *err)
+{
+	size_t i, cap = 0, pcap = 0;
+	struct relr_cursor relr = {0, 0};
+	cp_status st = read_dynnames(img, err);
+
+	for (i = 0; !st && i < img->nsec; i++) {
+		if (img->sec[i].type == SHT_RELA)
+			st = read_rela(img, &img->sec[i], &cap, err);
+		else if (img->sec[i].type == SHT_RELR)
+			st = read_relr(img, &img->sec[i], &cap, &relr, err);
+	}
+	if (!st)
+		st = build_got(img, err);
+	if (!st)
+		st = plt_where_named(img, err);
+	for (i = 0; !st && i < img->nsec; i++)
+		if (strncmp(img->sec[i].name, ".plt", 4) == 0 && cp_section_is_code(&img->sec[i]))
+			st = scan_plt_section(img, &img->sec[i], &pcap, err);
+	if (!st && img->nplt)
+		qsort(img->plt, img->nplt, sizeof(*img->plt), by_addr);
+	return st;
+}

@@ -1,0 +1,833 @@
+/*
+ * plan.c - from a scan to the edits that retarget it (see plan.h).
+ *
+ * Every pointer to a rewritten string is found anew here (code operands,
+ * relocations), not taken from the scan's site lists, so that a string that
+ * moves leaves nothing pointing at its old place.
+ */
+#include "plan/plan.h"
+#include "util/error.h"
+#include "util/names.h"
+#include "plan/plan_internal.h"
+#include "arch/x86_64/frame_eval.h"
+
+#include <elf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NAME 4096
+
+cp_status cp_plan_oom(struct planner *pl)
+{
+	return cp_fail(pl->err, CP_E_INTERNAL, "%s: out of memory", pl->img->path);
+}
+
+/* --- names: what a string becomes in the target layout ------------------ */
+
+/* One form of a mapped name, from -> to. */
+static cp_status add_form(struct planner *pl, const char *from, const char *to, bool mangled)
+{
+	struct cp_name_form *f;
+
+	if (CP_GROW(pl->forms, pl->capforms, pl->nforms + 1))
+		return cp_plan_oom(pl);
+	f = &pl->forms[pl->nforms];
+	f->from = strdup(from);
+	f->to = strdup(to);
+	if (!f->from || !f->to) {
+		free(f->from);
+		free(f->to);
+		return cp_plan_oom(pl);
+	}
+	f->flen = strlen(from);
+	f->mangled = mangled;
+	pl->nforms++;
+	return CP_OK;
+}
+
+static void slashes(char *s)
+{
+	for (; *s; s++)
+		if (*s == '.')
+			*s = '/';
+}
+
+/* Every name that moves towards the target, in its three forms: dotted,
+ * path (a/b/c) and Cython's mangled prefix; made once, since match_at runs
+ * at every byte of every rewritten string. */
+static cp_status make_forms(struct planner *pl)
+{
+	const cp_rules *r = pl->rules;
+	char from[512], to[512];
+	cp_status st = CP_OK;
+	size_t k;
+	int side;
+
+	for (k = 0; !st && k < r->nmod; k++) {
+		const struct cp_module_pair *m = &r->mod[k];
+
+		for (side = 0; !st && side < 2; side++) {
+			if (m->layout[side] == pl->p->target || m->layout[!side] != pl->p->target)
+				continue;
+			snprintf(from, sizeof(from), "%s", m->name[side]);
+			snprintf(to, sizeof(to), "%s", m->name[!side]);
+			st = add_form(pl, from, to, false);
+			slashes(from);
+			slashes(to);
+			if (!st)
+				st = add_form(pl, from, to, false);
+			if (!st && cp_mangle_prefix(m->name[side], from, sizeof(from)) >= 0 &&
+			    cp_mangle_prefix(m->name[!side], to, sizeof(to)) >= 0)
+				st = add_form(pl, from, to, true);
+		}
+	}
+	return st;
+}
+
+static void free_forms(struct planner *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nforms; i++) {
+		free(pl->forms[i].from);
+		free(pl->forms[i].to);
+	}
+	free(pl->forms);
+}
+
+/* The longest source-layout name at text[i] (module, path form or mangled
+ * prefix) on its boundaries; its target form in *repl. */
+static size_t match_at(const struct planner *pl, const char *text, size_t n, size_t i,
+		       const char **repl)
+{
+	size_t best = 0, k;
+
+	for (k = 0; k < pl->nforms; k++) {
+		const struct cp_name_form *f = &pl->forms[k];
+
+		if (f->flen <= best || f->flen > n - i || text[i] != f->from[0] ||
+		    memcmp(text + i, f->from, f->flen) != 0)
+			continue;
+		if (!f->mangled && !cp_name_on_boundary(text, n, i, f->flen))
+			continue;
+		best = f->flen;
+		*repl = f->to;
+	}
+	return best;
+}
+
+/* Rewrites every source-layout name in text; returns the replacements made
+ * or -1 when the result would not fit out. */
+int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char *out, size_t outsz,
+		     size_t *outlen)
+{
+	size_t i = 0, o = 0;
+	int count = 0;
+
+	while (i < n) {
+		const char *repl = NULL;
+		size_t m = match_at(pl, text, n, i, &repl), rl;
+
+		if (m) {
+			rl = strlen(repl);
+			if (o + rl >= outsz)
+				return -1;
+			memcpy(out + o, repl, rl);
+			o += rl;
+			i += m;
+			count++;
+			continue;
+		}
+		if (o + 1 >= outsz)
+			return -1;
+		out[o++] = text[i++];
+	}
+	out[o] = '\0';
+	if (outlen)
+		*outlen = o;
+	return count;
+}
+
+/* --- edits and chunks --------------------------------------------------- */
+
+cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t off,
+			  const void *bytes, uint32_t len, uint64_t site, uint64_t target,
+			  const char *what)
+{
+	struct cp_plan *p = pl->p;
+	struct cp_edit *e;
+
+	if (len > sizeof(e->bytes))
+		return cp_fail(pl->err, CP_E_INTERNAL, "%s: an edit of %u bytes is too long",
+			       pl->img->path, len);
+	if (CP_GROW(p->edits, p->capedits, p->nedits + 1))
+		return cp_plan_oom(pl);
+	e = &p->edits[p->nedits++];
+	memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	e->off = off;
+	e->len = len;
+	memcpy(e->bytes, bytes, len);
+	e->site = site;
+	e->target = target;
+	snprintf(e->what, sizeof(e->what), "%s", what);
+	return CP_OK;
+}
+
+/* Appends bytes to new space of a kind (aligned to align); returns their
+ * provisional address, 0 on failure. */
+static uint64_t append(struct planner *pl, enum cp_space_kind kind, const void *bytes, size_t len,
+		       unsigned align, const char *what)
+{
+	struct cp_space *sp = &pl->p->space[kind];
+	struct cp_chunk *c;
+
+	while (sp->size % align)
+		sp->size++; /* zero-filled by emit */
+	if (CP_GROW(sp->chunks, sp->capchunks, sp->nchunks + 1))
+		return 0;
+	c = &sp->chunks[sp->nchunks];
+	c->bytes = malloc(len ? len : 1);
+	if (!c->bytes)
+		return 0;
+	memcpy(c->bytes, bytes, len);
+	c->len = (uint32_t)len;
+	c->seg_off = sp->size;
+	snprintf(c->what, sizeof(c->what), "%s", what);
+	sp->size += len;
+	sp->nchunks++;
+	return (kind == CP_SPACE_CODE ? CP_PROVISIONAL_CODE : CP_PROVISIONAL) + c->seg_off;
+}
+
+uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			const char *what)
+{
+	return append(pl, CP_SPACE_DATA, bytes, len, align, what);
+}
+
+uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			     const char *what)
+{
+	return append(pl, CP_SPACE_CODE, bytes, len, align, what);
+}
+
+cp_status cp_plan_expect(struct planner *pl, uint64_t addr, uint64_t target)
+{
+	struct cp_plan *p = pl->p;
+
+	if (CP_GROW(p->expects, p->capexpects, p->nexpects + 1))
+		return cp_plan_oom(pl);
+	p->expects[p->nexpects].addr = addr;
+	p->expects[p->nexpects++].target = target;
+	return CP_OK;
+}
+
+uint64_t cp_plan_new_bytes(const struct cp_plan *plan)
+{
+	return plan->space[CP_SPACE_DATA].size + plan->space[CP_SPACE_CODE].size;
+}
+
+/* --- sites -------------------------------------------------------------- */
+
+bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off)
+{
+	return cp_image_va_to_off(pl->img, va, len, off);
+}
+
+/* Points the code operand at addr (which reaches `from`) at `to`. */
+cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
+				const char *what)
+{
+	uint8_t disp_off, size;
+	uint64_t target, off;
+	int64_t disp;
+	int32_t d32;
+
+	if (!cp_dis_rip_operand(&pl->dis, pl->img, addr, &disp_off, &size, &target) || target != from)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not reach %#llx "
+			       "as the scan found", pl->img->path, (unsigned long long)addr,
+			       (unsigned long long)from);
+	if (!cp_plan_file_off(pl, addr + disp_off, 4, &off))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx lies outside the file",
+			       pl->img->path, (unsigned long long)addr);
+	disp = to >= CP_PROVISIONAL_CODE ? 0 : (int64_t)(to - (addr + size));
+	if (disp < INT32_MIN || disp > INT32_MAX)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: %#llx cannot reach %#llx with a 32-bit displacement",
+			       pl->img->path, (unsigned long long)addr, (unsigned long long)to);
+	d32 = (int32_t)disp;
+	if (cp_plan_add_edit(pl, CP_EDIT_DISP, off, &d32, 4, addr, to, what))
+		return pl->err->code;
+	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
+	return CP_OK;
+}
+
+/* Points every relative relocation of `from` at `to` (addend and word). */
+static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to, const char *what)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < pl->img->nrel; i++) {
+		const struct cp_reloc *r = &pl->img->rel[i];
+		uint64_t off;
+
+		if (r->type != R_X86_64_RELATIVE || (uint64_t)r->addend != from)
+			continue;
+		if (r->entry_off) {
+			st = cp_plan_add_edit(pl, CP_EDIT_ADDEND, r->entry_off + 16, &to, 8, r->offset, to, what);
+			if (st)
+				return st;
+		}
+		if (cp_plan_file_off(pl, r->offset, 8, &off)) {
+			st = cp_plan_add_edit(pl, CP_EDIT_WORD, off, &to, 8, r->offset, to, what);
+			if (st)
+				return st;
+		}
+	}
+	return CP_OK;
+}
+
+static cp_status redirect_code(struct planner *pl, uint64_t from, uint64_t to, const char *what)
+{
+	size_t first, n = cp_scan_xrefs_to(pl->scan, from, &first), i;
+	cp_status st;
+
+	for (i = 0; i < n; i++) {
+		st = cp_plan_redirect_code(pl, pl->scan->xrefs[first + i].addr, from, to, what);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/* Stored lengths of the string (Cython's string-table entries keep one
+ * after the pointer: cp_scan_table_length). */
+static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen, uint64_t newlen,
+				const char *what)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < pl->img->nrel; i++) {
+		const struct cp_reloc *r = &pl->img->rel[i];
+		uint64_t at, off, v = newlen + 1;
+		unsigned width;
+
+		if (r->type != R_X86_64_RELATIVE || (uint64_t)r->addend != va ||
+		    !(width = cp_scan_table_length(pl->scan, pl->img, r->offset, oldlen, &at)) ||
+		    !cp_plan_file_off(pl, at, width, &off))
+			continue;
+		st = cp_plan_add_edit(pl, CP_EDIT_LENGTH, off, &v, width, at, 0, what);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/* Whether the string's bytes serve only it: no pointer into its middle
+ * (a merged tail) and no referenced string running into it. */
+static bool owns_bytes(const struct planner *pl, uint64_t va, uint64_t len)
+{
+	const cp_scan *s = pl->scan;
+	size_t i;
+
+	for (i = 0; i < s->nxrefs; i++) {
+		uint64_t t = s->xrefs[i].target;
+		const char *p;
+
+		if (t > va && t <= va + len)
+			return false;
+		if (t < va && va - t < MAX_NAME && (p = cp_image_cstring(pl->img, t, va - t + 1)) &&
+		    strlen(p) >= va - t)
+			return false;
+	}
+	for (i = 0; i < pl->img->nrel; i++) {
+		uint64_t t = (uint64_t)pl->img->rel[i].addend;
+		const char *p;
+
+		if (pl->img->rel[i].type != R_X86_64_RELATIVE)
+			continue;
+		if (t > va && t <= va + len)
+			return false;
+		if (t < va && va - t < MAX_NAME && (p = cp_image_cstring(pl->img, t, va - t + 1)) &&
+		    strlen(p) >= va - t)
+			return false;
+	}
+	return true;
+}
+
+static bool already(struct planner *pl, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < pl->ndone; i++)
+		if (pl->done[i] == va)
+			return true;
+	return false;
+}
+
+/* Rewrites the literal at va (oldlen bytes and its NUL) to `text`. */
+static cp_status rewrite_literal(struct planner *pl, uint64_t va, uint64_t oldlen, const char *text,
+				 const char *kind)
+{
+	size_t newlen = strlen(text);
+	char what[200];
+	uint64_t off, to;
+	uint8_t buf[256];
+	cp_status st;
+
+	if (already(pl, va))
+		return CP_OK;
+	if (CP_GROW(pl->done, pl->capdone, pl->ndone + 1))
+		return cp_plan_oom(pl);
+	pl->done[pl->ndone++] = va;
+	if (!cp_plan_file_off(pl, va, oldlen + 1, &off))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the string at %#llx lies outside the file",
+			       pl->img->path, (unsigned long long)va);
+	pl->p->nchanged++;
+	if (newlen <= oldlen && oldlen <= sizeof(buf) && owns_bytes(pl, va, oldlen)) {
+		snprintf(what, sizeof(what), "%s \"%.60s\" -> \"%.60s\" in place", kind,
+			 (const char *)pl->img->data + off, text);
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, text, newlen);
+		st = cp_plan_add_edit(pl, CP_EDIT_STRING, off, buf, (uint32_t)oldlen, va, 0, what);
+		return st ? st : update_lengths(pl, va, oldlen, newlen, what);
+	}
+	snprintf(what, sizeof(what), "%s \"%.60s\" -> \"%.60s\" moved", kind,
+		 (const char *)pl->img->data + off, text);
+	to = cp_plan_append(pl, text, newlen + 1, 1, what);
+	if (!to)
+		return cp_plan_oom(pl);
+	st = redirect_code(pl, va, to, what);
+	if (!st)
+		st = redirect_relocs(pl, va, to, what);
+	if (!st)
+		st = update_lengths(pl, va, oldlen, newlen, what);
+	return st;
+}
+
+/* --- references --------------------------------------------------------- */
+
+static const char *literal_text(const struct planner *pl, const struct cp_loc *loc)
+{
+	return cp_image_cstring(pl->img, loc->vaddr, MAX_NAME);
+}
+
+/*
+ * Cython 3.0 builds its string table in code, on the stack:
+ * {PyObject **p; const char *s; Py_ssize_t n; ...} per entry, and makes the
+ * constants that are not interned (kp_u: "see cuda.ccuda", and "cuda.cuda"
+ * as a value) with PyUnicode_FromStringAndSize(s, n - 1); interned names
+ * are read with strlen. A string that changes length needs its n changed
+ * too, or CPython reads the old number of bytes ('cuda.bindi'). The frame
+ * evaluator runs the function that loads the string's address and finds
+ * where that address was stored (cp_frame_astore) and the instruction that
+ * made the 8 bytes after it. That n is changed when it is the immediate of
+ * an instruction that no other entry's n comes from (at -O3 GCC also keeps
+ * a length in a register stored into several entries: then, and wherever
+ * the n is not found, the string is left to the fallback stub).
+ */
+struct code_lengths {
+	uint64_t func;
+	struct cp_frame f;
+	bool have;
+};
+
+static cp_status code_length_sites(struct planner *pl, struct code_lengths *cl, const struct cp_ref *r,
+				   uint64_t oldlen, uint64_t *sites, size_t max, size_t *nsites, bool *ok)
+{
+	size_t i, k, m;
+
+	*nsites = 0;
+	*ok = false;
+	for (i = 0; i < r->nsites; i++) {
+		uint64_t start, end;
+
+		if (r->sites[i].kind != CP_SITE_CODE || !cp_image_function(pl->img, r->sites[i].addr, &start, &end))
+			return CP_OK;
+		if (!cl->have || cl->func != start) {
+			cp_status st;
+
+			if (cl->have)
+				cp_frame_free(&cl->f);
+			cl->have = false;
+			st = cp_frame_eval(pl->img, start, end, &cl->f, pl->err);
+			if (st)
+				return st;
+			cl->have = true;
+			cl->func = start;
+		}
+		for (k = 0; k < cl->f.nastores; k++) {
+			const struct cp_frame_astore *a = &cl->f.astores[k];
+			uint8_t off, size;
+			int64_t v;
+
+			if (a->va != r->loc.vaddr)
+				continue;
+			if (!a->next_known || a->next != oldlen + 1 ||
+			    !cp_dis_immediate(&pl->dis, pl->img, a->next_insn, &off, &size, &v) ||
+			    (uint64_t)v != oldlen + 1)
+				return CP_OK;
+			for (m = 0; m < cl->f.nastores; m++)
+				if (m != k && cl->f.astores[m].next_insn == a->next_insn)
+					return CP_OK; /* shared with another entry */
+			for (m = 0; m < *nsites && sites[m] != a->next_insn; m++)
+				;
+			if (m == *nsites) {
+				if (*nsites == max)
+					return CP_OK;
+				sites[(*nsites)++] = a->next_insn;
+			}
+		}
+	}
+	*ok = *nsites > 0;
+	return CP_OK;
+}
+
+static cp_status patch_code_length(struct planner *pl, uint64_t insn, uint64_t oldn, uint64_t newn,
+				   const char *text)
+{
+	uint8_t off, size, bytes[4];
+	int64_t v, nv = (int64_t)newn;
+	uint64_t foff;
+	char what[120];
+
+	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v) || (uint64_t)v != oldn ||
+	    (size != 1 && size != 4) || (size == 1 ? nv > 127 : nv > INT32_MAX) ||
+	    !cp_plan_file_off(pl, insn + off, size, &foff))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the string table length at %#llx cannot hold %llu",
+			       pl->img->path, (unsigned long long)insn, (unsigned long long)newn);
+	snprintf(what, sizeof(what), "string table length of \"%.60s\": %llu -> %llu", text,
+		 (unsigned long long)oldn, (unsigned long long)newn);
+	memcpy(bytes, &nv, size);
+	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
+}
+
+static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
+{
+	const char *old = literal_text(pl, &r->loc);
+	char text[MAX_NAME];
+	uint64_t sites[8];
+	size_t nsites = 0, i;
+	bool in_code = pl->scan->cy_major == 3 && pl->scan->cy_minor == 0 &&
+		       (r->kind == CP_K_PYIMPORT || r->kind == CP_K_STRING);
+	int n;
+	cp_status st;
+
+	if (!old)
+		return CP_OK;
+	n = cp_plan_map_text(pl, old, strlen(old), text, sizeof(text), NULL);
+	if (n < 0)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the string at %#llx is too long to rewrite",
+			       pl->img->path, (unsigned long long)r->loc.vaddr);
+	if (n == 0)
+		return CP_OK;
+	/* dead bytes (a name moved by an earlier run, unused text) stay as they
+	 * are, so that a second run has nothing to do */
+	if (!cp_ref_is_live(r))
+		return CP_OK;
+	if (strlen(text) != strlen(old) && in_code) {
+		bool ok;
+
+		if (!pl->code_lengths && !(pl->code_lengths = calloc(1, sizeof(*pl->code_lengths))))
+			return cp_plan_oom(pl);
+		st = code_length_sites(pl, pl->code_lengths, r, strlen(old), sites, sizeof(sites) / sizeof(sites[0]),
+				       &nsites, &ok);
+		if (st)
+			return st;
+		if (!ok)
+			return (pl->inexpressible = true),
+			       cp_fail(pl->err, CP_E_INPUT, "%s: the Python string \"%.60s\" changes length, and "
+				       "Cython %s keeps its length in code that builds the string table, where "
+				       "cypatch did not find it as an immediate of its own; strings alone cannot "
+				       "retarget it (%s site at %#llx)",
+				       pl->img->path, old, pl->scan->cython, cp_site_kind_name(r->sites[0].kind),
+				       (unsigned long long)r->sites[0].addr);
+	}
+	for (i = 0; i < nsites; i++) {
+		st = patch_code_length(pl, sites[i], strlen(old) + 1, strlen(text) + 1, text);
+		if (st)
+			return st;
+	}
+	return rewrite_literal(pl, r->loc.vaddr, strlen(old), text, cp_ref_kind_name(r->kind));
+}
+
+/* from P import N, with P.N mapped to T: P becomes T's parent, N its leaf. */
+static cp_status plan_from_import(struct planner *pl, const struct cp_ref *r)
+{
+	const char *t = cp_rules_map(pl->rules, r->module, pl->p->target);
+	const char *dot = t ? strrchr(t, '.') : NULL;
+	char parent[512];
+
+	if (!dot)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: from %s import %s: %s has no name in layout %s",
+			       pl->img->path, r->package, r->name, r->module,
+			       pl->rules->layout[pl->p->target]);
+	if (r->same_string && (pl->inexpressible = true))
+		return cp_fail(pl->err, CP_E_INPUT,
+			       "%s: from %s import %s: one string serves as package and name, and %s "
+			       "needs two different ones (%s); strings alone cannot express it",
+			       pl->img->path, r->package, r->name, t, cp_site_kind_name(r->sites[0].kind));
+	/* The name's string object is also every other use of that text in
+	 * the module: a str constant "driver" is the same object as the name
+	 * of `from cuda.bindings import driver` (Cython interns both), so a
+	 * renamed leaf would change the constant too (random consumer seed
+	 * 706: 'driver' read 'cuda' after -t legacy). Which uses are names
+	 * cannot be told from the strings; the stub imports it instead. */
+	if (strcmp(dot + 1, r->name) != 0 && (pl->inexpressible = true))
+		return cp_fail(pl->err, CP_E_INPUT,
+			       "%s: from %s import %s (%s site at %#llx): renaming %s to %s would change every "
+			       "other use of the string \"%s\" too; strings alone cannot express it",
+			       pl->img->path, r->package, r->name, cp_site_kind_name(r->sites[0].kind),
+			       (unsigned long long)r->sites[0].addr, r->name, dot + 1, r->name);
+	snprintf(parent, sizeof(parent), "%.*s", (int)(dot - t), t);
+	if (r->loc.blob >= 0 || r->package_loc.blob >= 0)
+		return cp_plan_blob_from_import(pl, r, parent, dot + 1);
+	if (strcmp(parent, r->package) != 0) {
+		cp_status st = rewrite_literal(pl, r->package_loc.vaddr, strlen(r->package), parent,
+					       "fromimport package");
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+static size_t components(const char *m)
+{
+	size_t n = 1;
+
+	for (; *m; m++)
+		n += *m == '.';
+	return n;
+}
+
+/*
+ * `import a.b.c` binds "a" and reaches the module through attributes b and
+ * c (Cython 3.2+ also unrolls `import a.b.c as x` that way): the names "b"
+ * and "c" are among the module's Python-level names. When the target has a
+ * different number of components, no rewrite of strings can make that chain
+ * of attribute lookups reach it.
+ */
+static cp_status check_attribute_chain(struct planner *pl, const struct cp_ref *r)
+{
+	const char *t = r->module ? cp_rules_map(pl->rules, r->module, pl->p->target) : NULL;
+	const char *c, *dot;
+
+	if (r->kind != CP_K_PYIMPORT || !t || components(t) == components(r->module))
+		return CP_OK;
+	for (c = strchr(r->module, '.'); c; c = dot) {
+		dot = strchr(c + 1, '.');
+		if (!cp_scan_has_pyname(pl->scan, c + 1, dot ? (size_t)(dot - c - 1) : strlen(c + 1)))
+			return CP_OK;
+	}
+	pl->inexpressible = true;
+	return cp_fail(pl->err, CP_E_INPUT,
+		       "%s: import %s reaches the module through the attributes of its package "
+		       "(Python-level names %s); %s has %zu components instead of %zu, which strings "
+		       "alone cannot express (%s site at %#llx)",
+		       pl->img->path, r->module, strchr(r->module, '.') + 1, t, components(t),
+		       components(r->module), r->nsites ? cp_site_kind_name(r->sites[0].kind) : "no",
+		       (unsigned long long)(r->nsites ? r->sites[0].addr : 0));
+}
+
+static cp_status plan_ref(struct planner *pl, const struct cp_ref *r)
+{
+	cp_status st;
+
+	if (r->layout < 0 || r->layout == pl->p->target)
+		return CP_OK;
+	if (r->kind == CP_K_FROMIMPORT)
+		return plan_from_import(pl, r);
+	st = check_attribute_chain(pl, r);
+	if (st)
+		return st;
+	if (r->loc.blob >= 0)
+		return cp_plan_blob_ref(pl, r);
+	switch (r->kind) {
+	case CP_K_FUNCTION:
+	case CP_K_VARIABLE:
+	case CP_K_TYPE:
+		return CP_OK; /* names do not move; their module and signature refs do */
+	default:
+		return plan_literal(pl, r);
+	}
+}
+
+/*
+ * The names fit `from P import N` for a module of another layout, but the
+ * scan did not report it (one string for P and N beside a name that begins
+ * with "P.", or "P.N" a name itself): whether the module makes that import
+ * cannot be told from the strings, and leaving it would fail at import
+ * (`cannot import name cuda`). The stub decides at import time.
+ */
+static cp_status unreported_from_imports(struct planner *pl)
+{
+	const cp_rules *r = pl->rules;
+	size_t i, j, len;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++) {
+			const char *m = r->mod[i].name[k];
+			bool reported = false;
+
+			if (r->mod[i].layout[k] == pl->p->target || !cp_scan_from_candidate(pl->scan, m, &len))
+				continue;
+			for (j = 0; j < pl->scan->nrefs && !reported; j++)
+				reported = pl->scan->refs[j].kind == CP_K_FROMIMPORT && !strcmp(pl->scan->refs[j].module, m);
+			if (reported)
+				continue;
+			pl->inexpressible = true;
+			return cp_fail(pl->err, CP_E_INPUT, "%s: the module's names fit `from %.*s import %s`, which "
+				       "cannot be told from other uses of those names; strings alone cannot retarget it",
+				       pl->img->path, (int)len, m, m + len + 1);
+		}
+	return CP_OK;
+}
+
+static int by_off(const void *a, const void *b)
+{
+	const struct cp_edit *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+cp_status cp_plan_check_overlaps(struct planner *pl)
+{
+	struct cp_plan *p = pl->p;
+	size_t i;
+
+	if (p->nedits)
+		qsort(p->edits, p->nedits, sizeof(*p->edits), by_off);
+	for (i = 1; i < p->nedits; i++)
+		if (p->edits[i].off < p->edits[i - 1].off + p->edits[i - 1].len &&
+		    !(p->edits[i].off == p->edits[i - 1].off && p->edits[i].len == p->edits[i - 1].len &&
+		      !memcmp(p->edits[i].bytes, p->edits[i - 1].bytes, p->edits[i].len)))
+			return cp_fail(pl->err, CP_E_INTERNAL, "%s: planned edits overlap at file offset %#llx",
+				       pl->img->path, (unsigned long long)p->edits[i].off);
+	return CP_OK;
+}
+
+cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
+		       struct cp_plan *plan, cp_error *err)
+{
+	struct planner pl;
+	cp_status st;
+	size_t i;
+
+	memset(plan, 0, sizeof(*plan));
+	memset(&pl, 0, sizeof(pl));
+	plan->target = target;
+	pl.img = img;
+	pl.scan = scan;
+	pl.rules = scan->rules;
+	pl.p = plan;
+	pl.err = err;
+	/* names the scan could not see would be left behind */
+	if (scan->incomplete[0])
+		return cp_fail(err, CP_E_INPUT, "%s: %s", img->path, scan->incomplete);
+	st = cp_dis_open(&pl.dis, err);
+	if (st)
+		return st;
+	st = make_forms(&pl);
+	if (!st)
+		st = unreported_from_imports(&pl);
+	if (!st)
+		st = cp_plan_blob_begin(&pl);
+	/* from-imports first: they claim the package and name strings that
+	 * other references share */
+	for (i = 0; !st && i < scan->nrefs; i++)
+		if (scan->refs[i].kind == CP_K_FROMIMPORT)
+			st = plan_ref(&pl, &scan->refs[i]);
+	for (i = 0; !st && i < scan->nrefs; i++) {
+		if (scan->refs[i].kind != CP_K_FROMIMPORT)
+			st = plan_ref(&pl, &scan->refs[i]);
+	}
+	if (!st)
+		st = cp_plan_blob_end(&pl);
+	if (!st)
+		st = cp_plan_place(&pl);
+	if (!st)
+		st = cp_plan_check_overlaps(&pl);
+	cp_dis_close(&pl.dis);
+	cp_plan_blob_free(&pl);
+	if (pl.code_lengths && pl.code_lengths->have)
+		cp_frame_free(&pl.code_lengths->f);
+	free(pl.code_lengths);
+	free_forms(&pl);
+	free(pl.done);
+	if (st) {
+		cp_plan_free(plan);
+		plan->inexpressible = pl.inexpressible;
+	}
+	return st;
+}
+
+void cp_plan_free(struct cp_plan *plan)
+{
+	size_t i, k;
+
+	for (k = 0; k < CP_NSPACES; k++) {
+		for (i = 0; i < plan->space[k].nchunks; i++)
+			free(plan->space[k].chunks[i].bytes);
+		free(plan->space[k].chunks);
+	}
+	free(plan->edits);
+	free(plan->expects);
+	memset(plan, 0, sizeof(*plan));
+}
+
+static void hex(FILE *out, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < 24; i++)
+		fprintf(out, "%02x", p[i]);
+	if (n > 24)
+		fputs("..", out);
+}
+
+static const char *edit_kind_name(enum cp_edit_kind k)
+{
+	static const char *const names[] = { "string", "length", "disp32", "addend", "word", "imm",
+					     "branch" };
+
+	return names[k];
+}
+
+static void print_space(const struct cp_space *sp, size_t kind, FILE *out)
+{
+	size_t i;
+
+	if (!sp->nchunks)
+		return;
+	fprintf(out, "  new %s: %s at file %#llx, vaddr %#llx, %llu bytes:\n",
+		kind == CP_SPACE_CODE ? "code" : "read-only data",
+		sp->place == CP_PLACE_GAP ? "the padding after its kind of PT_LOAD"
+					  : "a new PT_LOAD in place of PT_NOTE",
+		(unsigned long long)sp->seg_off, (unsigned long long)sp->seg_vaddr,
+		(unsigned long long)sp->size);
+	for (i = 0; i < sp->nchunks; i++)
+		fprintf(out, "    +%#llx %u bytes  [%s]\n", (unsigned long long)sp->chunks[i].seg_off,
+			sp->chunks[i].len, sp->chunks[i].what);
+}
+
+void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out)
+{
+	size_t i, k;
+
+	for (i = 0; i < plan->nedits; i++) {
+		const struct cp_edit *e = &plan->edits[i];
+		const uint8_t *old = cp_image_bytes(img, e->off, e->len);
+
+		fprintf(out, "  %-6s file %#llx (%#llx), %u bytes: ", edit_kind_name(e->kind),
+			(unsigned long long)e->off, (unsigned long long)e->site, e->len);
+		if (old)
+			hex(out, old, e->len);
+		fputs(" -> ", out);
+		hex(out, e->bytes, e->len);
+		fprintf(out, "  [%s]\n", e->what);
+	}
+	for (k = 0; k < CP_NSPACES; k++)
+		print_space(&plan->space[k], k, out);
+}

@@ -1,0 +1,669 @@
+/*
+ * plan_blob.c - retargeting names inside a Cython 3.2+ string blob.
+ *
+ * The blob is rebuilt with the new names, encoded again with its own
+ * algorithm and appended to the new segment; the instruction that loads it
+ * is pointed at the copy. What the module knows about the blob's shape is
+ * updated with it: the length of every entry that changed (an immediate in
+ * code, a word of a .rodata template, or the immediate of a call the
+ * compiler folded it into), the stored and decoded lengths the decoder
+ * checks (immediates of the decoding function), and for an import-signature
+ * constant whose signatures change length, the offset of its names (an
+ * immediate of its import code).
+ */
+#include "plan/plan_internal.h"
+#include "util/error.h"
+#include "arch/x86_64/frame_eval.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PYBYTES_SVAL 32 /* offsetof(PyBytesObject, ob_sval) on 64-bit CPython */
+
+struct cp_blob_plan {
+	uint8_t **val;  /* new bytes per entry, NULL while unchanged */
+	size_t *len;
+	bool dirty;
+};
+
+static const struct cp_blob *blob_of(const struct planner *pl, int b)
+{
+	return &pl->scan->blobs[b];
+}
+
+cp_status cp_plan_blob_begin(struct planner *pl)
+{
+	size_t i, n = pl->scan->nblobs;
+
+	pl->blobs = calloc(n ? n : 1, sizeof(*pl->blobs));
+	if (!pl->blobs)
+		return cp_plan_oom(pl);
+	for (i = 0; i < n; i++) {
+		size_t k = blob_of(pl, (int)i)->nentries;
+
+		pl->blobs[i].val = calloc(k ? k : 1, sizeof(uint8_t *));
+		pl->blobs[i].len = calloc(k ? k : 1, sizeof(size_t));
+		if (!pl->blobs[i].val || !pl->blobs[i].len)
+			return cp_plan_oom(pl);
+	}
+	return CP_OK;
+}
+
+void cp_plan_blob_free(struct planner *pl)
+{
+	size_t i, k;
+
+	for (i = 0; pl->blobs && i < pl->scan->nblobs; i++) {
+		for (k = 0; pl->blobs[i].val && k < blob_of(pl, (int)i)->nentries; k++)
+			free(pl->blobs[i].val[k]);
+		free(pl->blobs[i].val);
+		free(pl->blobs[i].len);
+	}
+	free(pl->blobs);
+	pl->blobs = NULL;
+}
+
+static long find_entry(const struct cp_blob *b, const struct cp_loc *loc)
+{
+	size_t k;
+
+	for (k = 0; k < b->nentries; k++)
+		if (b->entry[k].offset == loc->offset && b->entry[k].length == loc->length)
+			return (long)k;
+	return -1;
+}
+
+/* The entry's bytes as planned so far. */
+static const uint8_t *current(const struct planner *pl, int b, size_t k, size_t *len)
+{
+	const struct cp_blob_plan *bp = &pl->blobs[b];
+
+	if (bp->val[k]) {
+		*len = bp->len[k];
+		return bp->val[k];
+	}
+	*len = blob_of(pl, b)->entry[k].length;
+	return blob_of(pl, b)->data + blob_of(pl, b)->entry[k].offset;
+}
+
+static cp_status set_entry(struct planner *pl, int b, size_t k, const void *bytes, size_t len)
+{
+	struct cp_blob_plan *bp = &pl->blobs[b];
+	uint8_t *copy = malloc(len ? len : 1);
+
+	if (!copy)
+		return cp_plan_oom(pl);
+	memcpy(copy, bytes, len);
+	free(bp->val[k]);
+	bp->val[k] = copy;
+	bp->len[k] = len;
+	bp->dirty = true;
+	pl->p->nchanged++;
+	return CP_OK;
+}
+
+/* An import-signature constant (N signatures, then N names): rewrites the
+ * signatures; *region and *new_region are where the names start before and
+ * after. */
+static cp_status remap_sigconst(struct planner *pl, const uint8_t *d, size_t n, uint8_t *out,
+				size_t cap, size_t *outlen, size_t *region, size_t *new_region)
+{
+	size_t pieces = 1, i, half, start = 0, o = 0, k = 0;
+
+	for (i = 0; i < n; i++)
+		pieces += d[i] == 0;
+	half = pieces / 2;
+	*region = 0;
+	for (i = 0; i <= n && k < half; i++) {
+		size_t plen;
+
+		if (i < n && d[i] != 0)
+			continue;
+		if (cp_plan_map_text(pl, (const char *)d + start, i - start, (char *)out + o, cap - o, &plen) < 0)
+			return cp_fail(pl->err, CP_E_INTERNAL, "%s: a signature is too long", pl->img->path);
+		o += plen + 1; /* keeps the NUL map_text wrote */
+		*region = i + 1;
+		start = i + 1;
+		k++;
+	}
+	*new_region = o;
+	if (o + (n - *region) > cap)
+		return cp_fail(pl->err, CP_E_INTERNAL, "%s: a signature constant is too long", pl->img->path);
+	memcpy(out + o, d + *region, n - *region);
+	*outlen = o + (n - *region);
+	return CP_OK;
+}
+
+/* Cython computes the names' address as signatures + region (after the
+ * PyBytes data offset): an add or lea with that immediate in the import
+ * code that follows PyImport_ImportModule. */
+static bool fits_imm(int64_t v, uint8_t size)
+{
+	if (size == 1)
+		return v >= -128 && v <= 127;
+	if (size == 2)
+		return v >= -32768 && v <= 32767;
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+static cp_status patch_field(struct planner *pl, uint64_t insn, uint8_t off, uint8_t size,
+			     int64_t newv, const char *what)
+{
+	uint64_t foff;
+	uint8_t bytes[4];
+
+	if ((size != 1 && size != 4) || !fits_imm(newv, size) || !cp_plan_file_off(pl, insn + off, size, &foff)) {
+		pl->inexpressible = true;
+		return cp_fail(pl->err, CP_E_INPUT, "%s: %lld does not fit the %u-byte field of the "
+			       "instruction at %#llx (%s); re-encoding it would move code",
+			       pl->img->path, (long long)newv, size, (unsigned long long)insn, what);
+	}
+	memcpy(bytes, &newv, size);
+	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
+}
+
+static cp_status move_names(struct planner *pl, uint64_t call, size_t region, size_t new_region)
+{
+	static const char what[] = "offset of the cimported names in their signature constant";
+	uint64_t start, end, a;
+	unsigned len;
+
+	if (!call || !cp_image_function(pl->img, call, &start, &end))
+		return cp_fail(pl->err, CP_E_INPUT,
+			       "%s: signatures of a cimported module change, and its import code was not found",
+			       pl->img->path);
+	for (a = call; a < end && a < call + 4096; a += len) {
+		uint8_t off, size;
+		int64_t v;
+
+		if ((cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v) ||
+		     cp_dis_displacement(&pl->dis, pl->img, a, &off, &size, &v)) &&
+		    (v == (int64_t)(region + PYBYTES_SVAL) || v == (int64_t)region))
+			return patch_field(pl, a, off, size,
+					   (int64_t)new_region + (v == (int64_t)region ? 0 : PYBYTES_SVAL), what);
+		len = cp_dis_size(&pl->dis, pl->img, a);
+		if (!len)
+			break;
+	}
+	return cp_fail(pl->err, CP_E_INPUT,
+		       "%s: signatures of a cimported module change from %zu to %zu bytes, and no immediate "
+		       "for the names' offset follows its import at %#llx",
+		       pl->img->path, region, new_region, (unsigned long long)call);
+}
+
+static cp_status plan_sigconst(struct planner *pl, int b, size_t k)
+{
+	const struct cp_blob_entry *e = &blob_of(pl, b)->entry[k];
+	size_t n, outlen = 0, region = 0, new_region = 0;
+	const uint8_t *d = current(pl, b, k, &n);
+	uint8_t *out = malloc(n * 2 + 4096);
+	cp_status st;
+
+	if (!out)
+		return cp_plan_oom(pl);
+	st = remap_sigconst(pl, d, n, out, n * 2 + 4096, &outlen, &region, &new_region);
+	if (!st && new_region != region)
+		st = move_names(pl, e->import_call, region, new_region);
+	if (!st && (outlen != n || memcmp(out, d, n)))
+		st = set_entry(pl, b, k, out, outlen);
+	free(out);
+	return st;
+}
+
+cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r)
+{
+	int b = r->loc.blob;
+	long k = find_entry(blob_of(pl, b), &r->loc);
+	char text[8192];
+	size_t n, outlen;
+	const uint8_t *d;
+	int count;
+
+	if (k < 0)
+		return cp_fail(pl->err, CP_E_INTERNAL, "%s: a blob reference matches no entry", pl->img->path);
+	if (r->kind == CP_K_FUNCTION || r->kind == CP_K_VARIABLE || r->kind == CP_K_TYPE)
+		return CP_OK; /* their signature references carry the change */
+	if (r->kind == CP_K_SIGNATURE && blob_of(pl, b)->entry[k].import_call)
+		return plan_sigconst(pl, b, (size_t)k);
+	d = current(pl, b, (size_t)k, &n);
+	count = cp_plan_map_text(pl, (const char *)d, n, text, sizeof(text), &outlen);
+	if (count < 0)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: a blob entry is too long to rewrite", pl->img->path);
+	if (count == 0)
+		return r->kind == CP_K_PYIMPORT && !pl->blobs[b].val[k] && (pl->inexpressible = true)
+			       ? cp_fail(pl->err, CP_E_INPUT,
+					 "%s: the Python-level name \"%s\" (blob entry %ld) names a package of "
+					 "layout %s outside a from-import; strings alone cannot retarget it",
+					 pl->img->path, r->value, k, pl->rules->layout[r->layout])
+			       : CP_OK;
+	return set_entry(pl, b, (size_t)k, text, outlen);
+}
+
+cp_status cp_plan_blob_from_import(struct planner *pl, const struct cp_ref *r, const char *parent,
+				   const char *leaf)
+{
+	const struct cp_loc *locs[2] = { &r->package_loc, &r->loc };
+	const char *vals[2] = { parent, leaf };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		long k;
+		cp_status st;
+
+		if (locs[i]->blob < 0)
+			return cp_fail(pl->err, CP_E_INPUT, "%s: from %s import %s: the names live apart "
+				       "(blob and literal)", pl->img->path, r->package, r->name);
+		k = find_entry(blob_of(pl, locs[i]->blob), locs[i]);
+		if (k < 0)
+			return cp_fail(pl->err, CP_E_INTERNAL, "%s: a blob name matches no entry", pl->img->path);
+		st = set_entry(pl, locs[i]->blob, (size_t)k, vals[i], strlen(vals[i]));
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/* --- lengths ------------------------------------------------------------ */
+
+static cp_status patch_imm(struct planner *pl, uint64_t insn, uint64_t mask, uint64_t oldv,
+			   uint64_t newv, const char *what)
+{
+	uint8_t off, size;
+	int64_t v, nv;
+	uint64_t foff;
+	uint8_t bytes[4];
+
+	bool byte_op;
+
+	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx holds no immediate for length %llu",
+			       pl->img->path, (unsigned long long)insn, (unsigned long long)oldv);
+	/* `or al, 0xb3` holds the low 8 bits of a wider field (whose bit 8 an
+	 * `and ax, 0xfe00` before it cleared): its immediate is not extended */
+	byte_op = size == 1 && cp_dis_operand_size(&pl->dis, pl->img, insn) == 1;
+	if (byte_op) {
+		mask &= 0xff;
+		v = (int64_t)(uint8_t)v;
+	}
+	if (((uint64_t)v & mask) != oldv)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not hold length %llu "
+			       "as the scan found", pl->img->path, (unsigned long long)insn,
+			       (unsigned long long)oldv);
+	if (newv & ~mask)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: length %llu does not fit the bits the instruction at %#llx "
+			       "sets", pl->img->path, (unsigned long long)newv, (unsigned long long)insn);
+	nv = (int64_t)(((uint64_t)v & ~mask) | newv);
+	if (size == 1 && (mask <= 0xff || byte_op)) /* an 8-bit field stored whole, or or'ed in */
+		nv = (int8_t)(uint8_t)nv;
+	if (!fits_imm(nv, size) || !cp_plan_file_off(pl, insn + off, size, &foff))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: length %llu does not fit the %u-byte immediate at %#llx",
+			       pl->img->path, (unsigned long long)newv, size, (unsigned long long)insn);
+	memcpy(bytes, &nv, size);
+	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
+}
+
+static cp_status patch_entry_length(struct planner *pl, const struct cp_blob *b, size_t k, size_t newlen)
+{
+	const struct cp_blob_entry *e = &b->entry[k];
+	unsigned bits = e->is_bytes ? b->bytes_bits : b->str_bits;
+	uint64_t mask = bits >= 32 ? 0xffffffffull : (1ull << bits) - 1;
+	char what[96];
+
+	snprintf(what, sizeof(what), "length of blob entry %zu: %llu -> %zu", k,
+		 (unsigned long long)e->length, newlen);
+	if (e->folded)
+		return patch_imm(pl, e->cell_insn, 0xffffffffull, e->length, newlen, what);
+	if (newlen > mask)
+		return cp_fail(pl->err, CP_E_INPUT,
+			       "%s: blob entry %zu needs length %zu, and its %u-bit length field holds at most %llu",
+			       pl->img->path, k, newlen, bits, (unsigned long long)mask);
+	if (e->cell_va) {
+		uint64_t off;
+		const uint8_t *p;
+		uint32_t w;
+
+		if (!cp_plan_file_off(pl, e->cell_va, 4, &off) || !(p = cp_image_bytes(pl->img, off, 4)))
+			return cp_fail(pl->err, CP_E_INPUT, "%s: a length template lies outside the file",
+				       pl->img->path);
+		memcpy(&w, p, 4);
+		w = (uint32_t)((w & ~mask) | newlen);
+		return cp_plan_add_edit(pl, CP_EDIT_WORD, off, &w, 4, e->cell_va, 0, what);
+	}
+	return patch_imm(pl, e->cell_insn, mask, e->length, newlen, what);
+}
+
+/* --- the decoder's checks ---------------------------------------------- */
+
+/*
+ * Where the blob's lengths reach its decoder, found by data flow, never by
+ * value alone: a module-exec frame of 248 bytes (`sub rsp, 0xf8`) and an
+ * int constant (`mov edi, 0xd3; call PyLong_FromLong`) have both equalled a
+ * blob's length, and rewriting them crashed CPython or changed a constant.
+ *
+ * - zlib, bz2, zstd: the stored length is the length argument of
+ *   PyMemoryView_FromMemory(s, len, flags), passed by the decoding function
+ *   itself (__Pyx_DecompressString inlined), or by a function it calls with
+ *   the length as an argument (-O0).
+ * - LZSS: the decoded length is the size of the output buffer,
+ *   PyBytes_FromStringAndSize(NULL, len), reached the same way. The stored
+ *   length (the input consumed) and the last index are, when the decoder is
+ *   a function of its own (__Pyx_DecompressString_LZSS(s, 655, 857), -O0),
+ *   its arguments that it compares; when it is inlined, the `cmp reg, imm`
+ *   of its decode loop, between the allocation and the next call to
+ *   anything but memcpy/memmove/PyBytes_AsString or a function that calls
+ *   nothing that returns (PyBytes_AS_STRING out of line at -Os, its
+ *   assert's stub at -O2).
+ *
+ * Each site is the instruction whose immediate made the argument register's
+ * value (cp_frame_call.arg_imm).
+ */
+struct len_sites {
+	struct { uint64_t insn, oldv, newv; } v[16];
+	int n;
+	bool full;
+};
+
+static void add_site(struct len_sites *ls, uint64_t insn, uint64_t oldv, uint64_t newv)
+{
+	int i;
+
+	for (i = 0; i < ls->n; i++)
+		if (ls->v[i].insn == insn)
+			return;
+	if (ls->n == (int)(sizeof(ls->v) / sizeof(ls->v[0]))) {
+		ls->full = true;
+		return;
+	}
+	ls->v[ls->n].insn = insn;
+	ls->v[ls->n].oldv = oldv;
+	ls->v[ls->n++].newv = newv;
+}
+
+/* Whether call c is `name` with argument `arg` holding v (and a NULL first
+ * argument when null_first: an allocation). */
+static bool call_is(const struct cp_frame_call *c, const char *name, int arg, uint64_t v, bool null_first)
+{
+	return c->name && !strcmp(c->name, name) && (c->known >> arg & 1) && c->arg[arg] == v &&
+	       (!null_first || ((c->known & 1) && c->arg[0] == 0));
+}
+
+static bool has_cmpval(const struct cp_frame *f, uint64_t v)
+{
+	size_t i;
+
+	for (i = 0; i < f->ncmpvals; i++)
+		if (f->cmpvals[i] == v)
+			return true;
+	return false;
+}
+
+/* What a length needs: the call it reaches and which of its arguments. */
+struct sink {
+	const char *name;
+	int arg;
+	bool null_first;
+	uint64_t oldv, newv;
+};
+
+/* A call of the decoder to a function of the module that passes the length
+ * on to the sink: its argument's immediate, and (LZSS) the other
+ * arguments it compares, which hold `others` values. */
+static cp_status through_callee(struct planner *pl, const struct cp_frame_call *c, const struct sink *sk,
+				const uint64_t *oldo, const uint64_t *newo, int nothers,
+				struct len_sites *ls, bool *hit)
+{
+	uint64_t start, end;
+	struct cp_frame cf;
+	cp_status st;
+	size_t k;
+	int i, j;
+
+	for (i = 0; i < 6; i++) {
+		if (!(c->known >> i & 1) || c->arg[i] != sk->oldv || !c->arg_imm[i])
+			continue;
+		if (!cp_image_function(pl->img, c->target, &start, &end) || start != c->target)
+			return CP_OK;
+		st = cp_frame_eval_callee(pl->img, start, end, &cf, pl->err);
+		if (st)
+			return st;
+		for (k = 0; k < cf.ncalls; k++)
+			if (call_is(&cf.calls[k], sk->name, sk->arg, CP_FRAME_ARG(i), sk->null_first))
+				break;
+		if (k < cf.ncalls) {
+			*hit = true;
+			add_site(ls, c->arg_imm[i], sk->oldv, sk->newv);
+			for (j = 0; j < 6; j++) {
+				int o;
+
+				if (j == i || !(c->known >> j & 1) || !c->arg_imm[j] ||
+				    !has_cmpval(&cf, CP_FRAME_ARG(j)))
+					continue;
+				for (o = 0; o < nothers; o++)
+					if (c->arg[j] == oldo[o])
+						add_site(ls, c->arg_imm[j], oldo[o], newo[o]);
+			}
+		}
+		cp_frame_free(&cf);
+	}
+	return CP_OK;
+}
+
+/* The inlined LZSS loop's checks: `cmp reg, imm` from the allocation at
+ * `from` up to the next call that is not memcpy/memmove (the match copy),
+ * PyBytes_AsString (the buffer, limited API) or a function that calls
+ * nothing that returns (cp_dis_calls_nothing). */
+static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t from, const uint64_t *oldo,
+			const uint64_t *newo, int nothers, struct len_sites *ls)
+{
+	uint64_t a = f->calls[from].insn, end = 0;
+	size_t k;
+	unsigned len;
+	int o;
+
+	for (k = from + 1; k < f->ncalls && !end; k++)
+		if ((!f->calls[k].name && !(f->calls[k].target && cp_dis_calls_nothing(&pl->dis, pl->img, f->calls[k].target))) ||
+		    (f->calls[k].name && strcmp(f->calls[k].name, "memcpy") && strcmp(f->calls[k].name, "memmove") &&
+		     strcmp(f->calls[k].name, "PyBytes_AsString")))
+			end = f->calls[k].insn;
+	if (!end)
+		return;
+	for (; a < end; a += len ? len : 1) {
+		uint8_t off, size;
+		int64_t v;
+
+		len = cp_dis_size(&pl->dis, pl->img, a);
+		if (!cp_dis_is_cmp_reg_imm(&pl->dis, pl->img, a) ||
+		    !cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v))
+			continue;
+		for (o = 0; o < nothers; o++)
+			if ((uint64_t)v == oldo[o])
+				add_site(ls, a, oldo[o], newo[o]);
+	}
+}
+
+static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
+			      uint64_t newstored)
+{
+	struct len_sites ls;
+	struct sink sk;
+	struct cp_frame f;
+	uint64_t oldo[3], newo[3], start, end;
+	int nothers = 0, i;
+	bool hit = false;
+	size_t k;
+	cp_status st;
+
+	if (b->algo == CP_BLOB_NONE)
+		return CP_OK;
+	memset(&ls, 0, sizeof(ls));
+	if (b->algo == CP_BLOB_LZSS) {
+		sk.name = "PyBytes_FromStringAndSize";
+		sk.arg = 1;
+		sk.null_first = true;
+		sk.oldv = b->length;
+		sk.newv = newlen;
+		oldo[nothers] = b->stored_length;
+		newo[nothers++] = newstored;
+		oldo[nothers] = b->length - 1;
+		newo[nothers++] = newlen - 1;
+		oldo[nothers] = b->length;
+		newo[nothers++] = newlen;
+	} else {
+		sk.name = "PyMemoryView_FromMemory";
+		sk.arg = 1;
+		sk.null_first = false;
+		sk.oldv = b->stored_length;
+		sk.newv = newstored;
+	}
+	if (!cp_image_function(pl->img, b->func, &start, &end))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's decoder was not found", pl->img->path);
+	st = cp_frame_eval(pl->img, start, end, &f, pl->err);
+	if (st)
+		return st;
+	for (k = 0; !st && k < f.ncalls; k++) {
+		const struct cp_frame_call *c = &f.calls[k];
+
+		if (call_is(c, sk.name, sk.arg, sk.oldv, sk.null_first) && c->arg_imm[sk.arg]) {
+			hit = true;
+			add_site(&ls, c->arg_imm[sk.arg], sk.oldv, sk.newv);
+			if (b->algo == CP_BLOB_LZSS)
+				loop_checks(pl, &f, k, oldo, newo, nothers, &ls);
+		} else if (c->target && !c->name) {
+			st = through_callee(pl, c, &sk, oldo, newo, nothers, &ls, &hit);
+		}
+	}
+	cp_frame_free(&f);
+	if (st)
+		return st;
+	if (!hit || ls.full)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's %s length %llu reaches %s from no immediate "
+			       "cypatch can follow", pl->img->path, b->algo == CP_BLOB_LZSS ? "decoded" : "stored",
+			       (unsigned long long)sk.oldv, sk.name);
+	/* LZSS: the input consumed is checked too, or a changed blob would fail
+	 * to decode ("LZSS string data decompression failed") */
+	if (b->algo == CP_BLOB_LZSS) {
+		for (i = 0; i < ls.n && ls.v[i].oldv != b->stored_length; i++)
+			;
+		if (i == ls.n)
+			return cp_fail(pl->err, CP_E_INPUT, "%s: the LZSS decoder's check of the input consumed "
+				       "(%llu bytes) was not found", pl->img->path,
+				       (unsigned long long)b->stored_length);
+	}
+	for (i = 0; i < ls.n; i++) {
+		st = patch_imm(pl, ls.v[i].insn, 0xffffffffull, ls.v[i].oldv, ls.v[i].newv,
+			       "blob length checked by its decoder");
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/*
+ * A folded entry's data pointer can hold its offset as a constant: from the
+ * blob's start ([r13 + 0x15c]) or from the first folded entry
+ * (lea rdi, [r13 + 0xb3]; add rdi, rbp: clang). The instructions between the
+ * previous folded call and this one that carry the old offset, either way,
+ * get the new one.
+ */
+static cp_status patch_offset(struct planner *pl, const struct cp_blob *b, size_t k, uint64_t newoff,
+			      uint64_t run_old, uint64_t run_new, uint64_t from)
+{
+	const struct cp_blob_entry *e = &b->entry[k];
+	uint64_t a, oldrel = e->offset - run_old, newrel = newoff - run_new;
+	unsigned len;
+	char what[96];
+	cp_status st;
+
+	snprintf(what, sizeof(what), "offset of blob entry %zu: %llu -> %llu", k,
+		 (unsigned long long)e->offset, (unsigned long long)newoff);
+	for (a = from; a < e->call_insn; a += len) {
+		uint8_t off, size;
+		int64_t v;
+
+		if ((cp_dis_displacement(&pl->dis, pl->img, a, &off, &size, &v) ||
+		     cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v)) && v > 0 &&
+		    (uint64_t)v != e->length && ((uint64_t)v == e->offset || (uint64_t)v == oldrel) &&
+		    ((uint64_t)v == e->offset ? newoff : newrel) != (uint64_t)v) {
+			st = patch_field(pl, a, off, size,
+					 (int64_t)((uint64_t)v == e->offset ? newoff : newrel), what);
+			if (st)
+				return st;
+		}
+		len = cp_dis_size(&pl->dis, pl->img, a);
+		if (!len)
+			break;
+	}
+	return CP_OK;
+}
+
+static cp_status rebuild(struct planner *pl, int bi)
+{
+	const struct cp_blob *b = blob_of(pl, bi);
+	const struct cp_blob_plan *bp = &pl->blobs[bi];
+	size_t total = 0, k, pos = 0, enclen = 0;
+	uint64_t run_old = 0, run_new = 0, run_from = 0;
+	uint8_t *data, *enc = NULL;
+	uint64_t to;
+	cp_status st = CP_OK;
+	char what[96];
+
+	for (k = 0; k < b->nentries; k++)
+		total += bp->val[k] ? bp->len[k] : b->entry[k].length;
+	data = malloc(total + 1);
+	if (!data)
+		return cp_plan_oom(pl);
+	for (k = 0; !st && k < b->nentries; k++) {
+		size_t n;
+		const uint8_t *d = current(pl, bi, k, &n);
+
+		if (b->entry[k].folded) {
+			if (!run_from) {
+				run_old = b->entry[k].offset;
+				run_new = pos;
+			}
+			st = patch_offset(pl, b, k, pos, run_old, run_new,
+					  run_from ? run_from : b->entry[k].call_insn);
+			run_from = b->entry[k].call_insn;
+		}
+		memcpy(data + pos, d, n);
+		pos += n;
+		if (!st && n != b->entry[k].length)
+			st = patch_entry_length(pl, b, k, n);
+	}
+	if (!st && cp_blob_encode(b->algo, data, total, &enc, &enclen))
+		st = cp_plan_oom(pl);
+	if (!st && b->algo == CP_BLOB_NONE) { /* a C string: keep its NUL */
+		uint8_t *e2 = realloc(enc, enclen + 1);
+
+		if (!e2)
+			st = cp_plan_oom(pl);
+		else {
+			enc = e2;
+			enc[enclen++] = 0;
+		}
+	}
+	if (!st) {
+		snprintf(what, sizeof(what), "string blob %d (%s, %zu -> %zu bytes decoded)", bi,
+			 cp_blob_algo_name(b->algo), (size_t)b->length, total);
+		/* aligned as the compiler aligns the array it replaces (16, ABI) */
+		to = cp_plan_append(pl, enc, enclen, 16, what);
+		st = to ? cp_plan_redirect_code(pl, b->code, b->vaddr, to, what) : cp_plan_oom(pl);
+	}
+	if (!st)
+		st = patch_totals(pl, b, total, enclen);
+	free(data);
+	free(enc);
+	return st;
+}
+
+cp_status cp_plan_blob_end(struct planner *pl)
+{
+	size_t i;
+	cp_status st = CP_OK;
+
+	for (i = 0; !st && i < pl->scan->nblobs; i++)
+		if (pl->blobs[i].dirty)
+			st = rebuild(pl, (int)i);
+	cp_plan_blob_free(pl);
+	return st;
+}

@@ -1,0 +1,552 @@
+/*
+ * plan_fallback.c - the plan of `--target-layout fallback` (docs/fallback.md).
+ *
+ * No name is rewritten. Every call the extension makes to
+ * PyImport_ImportModule, PyImport_ImportModuleLevelObject, PyCapsule_IsValid
+ * and PyCapsule_GetPointer is redirected to a thunk in new code space,
+ *     lea <next argument register>, [rip + context]; jmp <stub entry>
+ * and the stub (patcher/stub/fallback_stub.c, compiled into a blob at build
+ * time) accepts both layouts. The context, in new read-only space, holds the
+ * offsets of the GOT slots the stub calls through, the module pairs, the
+ * mangled prefix pairs and the stub's Python helper.
+ */
+#include "plan/plan_internal.h"
+#include "util/names.h"
+#include "util/error.h"
+#include "rules/rules.h"
+#include "stub/fallback_abi.h"
+
+#include <elf.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const unsigned char cp_stub_code[];
+extern const unsigned long cp_stub_code_size;
+extern const unsigned long cp_stub_entry_cp_fb_import_module;
+extern const unsigned long cp_stub_entry_cp_fb_import_level;
+extern const unsigned long cp_stub_entry_cp_fb_capsule_isvalid;
+extern const unsigned long cp_stub_entry_cp_fb_capsule_getpointer;
+extern const char cp_stub_helper[];
+
+/* The API functions whose calls are redirected, with the register that
+ * carries the context (the one after their own arguments). */
+struct redirect {
+	enum cp_fb_api api;
+	const unsigned long *entry;
+	uint8_t lea[3];   /* lea <reg>, [rip + disp32] without the disp32 */
+};
+
+static const struct redirect redirects[] = {
+	{ CP_FB_IMPORT_MODULE, &cp_stub_entry_cp_fb_import_module, { 0x48, 0x8d, 0x35 } },      /* rsi */
+	{ CP_FB_IMPORT_LEVEL, &cp_stub_entry_cp_fb_import_level, { 0x4c, 0x8d, 0x0d } },        /* r9 */
+	{ CP_FB_CAPSULE_ISVALID, &cp_stub_entry_cp_fb_capsule_isvalid, { 0x48, 0x8d, 0x15 } },  /* rdx */
+	{ CP_FB_CAPSULE_GETPOINTER, &cp_stub_entry_cp_fb_capsule_getpointer, { 0x48, 0x8d, 0x15 } },
+};
+#define NREDIRECTS (sizeof(redirects) / sizeof(redirects[0]))
+
+struct site {
+	uint64_t addr;
+	int redirect;   /* index into redirects */
+};
+
+struct fb {
+	struct planner *pl;
+	uint64_t slot[CP_FB_NAPI];  /* GOT slot per API, 0 when not imported */
+	struct site *sites;
+	size_t nsites, capsites;
+	uint64_t bad_ref;           /* a redirected slot used otherwise than by a call */
+	bool need[NREDIRECTS];      /* which redirects this file needs */
+	bool oom;
+	/* the context under construction */
+	uint8_t *ctx;
+	size_t len, cap;
+};
+
+static bool in_plt(const cp_image *img, uint64_t addr)
+{
+	const struct cp_section *s = cp_image_section_at(img, addr);
+
+	return s && !strncmp(s->name, ".plt", 4);
+}
+
+static int redirect_of(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < NREDIRECTS; i++)
+		if (!strcmp(name, cp_fallback_api_name(redirects[i].api)))
+			return (int)i;
+	return -1;
+}
+
+/* Whether the file needs calls to API function `api` redirected:
+ * Python-level imports only with Python-level references; capsule checks
+ * only when a cimported signature carries a mangled module path (the only
+ * capsule names that differ between the layouts). */
+static bool needed(const cp_scan *s, enum cp_fb_api api)
+{
+	size_t i;
+
+	if (api == CP_FB_IMPORT_MODULE)
+		return true;
+	for (i = 0; i < s->nrefs; i++) {
+		enum cp_ref_kind k = s->refs[i].kind;
+
+		if (!cp_ref_is_live(&s->refs[i]))
+			continue;
+		if (api == CP_FB_IMPORT_LEVEL && (k == CP_K_PYIMPORT || k == CP_K_FROMIMPORT))
+			return true;
+		if ((api == CP_FB_CAPSULE_ISVALID || api == CP_FB_CAPSULE_GETPOINTER) && k == CP_K_SIGNATURE)
+			return true;
+	}
+	return false;
+}
+
+static void on_call(void *ctx, const struct cp_call *c)
+{
+	struct fb *f = ctx;
+	int r = redirect_of(c->name);
+
+	if (r < 0 || in_plt(f->pl->img, c->addr) || !f->need[r])
+		return;
+	if (CP_GROW(f->sites, f->capsites, f->nsites + 1)) {
+		f->oom = true;
+		return;
+	}
+	f->sites[f->nsites].addr = c->addr;
+	f->sites[f->nsites++].redirect = r;
+}
+
+static void on_ref(void *ctx, const struct cp_code_ref *r)
+{
+	struct fb *f = ctx;
+	size_t i;
+
+	if (in_plt(f->pl->img, r->addr))
+		return;
+	for (i = 0; i < NREDIRECTS; i++)
+		if (f->need[i] && f->slot[redirects[i].api] && r->target == f->slot[redirects[i].api] && !f->bad_ref)
+			f->bad_ref = r->addr;
+}
+
+static cp_status find_slots(struct fb *f)
+{
+	const cp_image *img = f->pl->img;
+	size_t i, k;
+
+	for (i = 0; i < img->ngot; i++)
+		for (k = 0; k < CP_FB_NAPI; k++)
+			if (!f->slot[k] && !strcmp(img->got[i].name, cp_fallback_api_name(k)))
+				f->slot[k] = img->got[i].addr;
+	/* a redirected function reached through a data relocation would
+	 * bypass the stub */
+	for (i = 0; i < img->nrel; i++) {
+		const struct cp_reloc *r = &img->rel[i];
+
+		if (r->type == R_X86_64_JUMP_SLOT || r->type == R_X86_64_GLOB_DAT || r->sym >= img->ndynnames)
+			continue;
+		if (r->sym && redirect_of(img->dynnames[r->sym]) >= 0 && f->need[redirect_of(img->dynnames[r->sym])])
+			return cp_fail(f->pl->err, CP_E_INPUT, "%s: %s is referenced by a data relocation at "
+				       "%#llx; the fallback stub cannot see those uses", img->path,
+				       img->dynnames[r->sym], (unsigned long long)r->offset);
+	}
+	return CP_OK;
+}
+
+static cp_status need(struct fb *f, enum cp_fb_api api, const char *why)
+{
+	if (f->slot[api])
+		return CP_OK;
+	return cp_fail(f->pl->err, CP_E_INPUT, "%s: the fallback stub needs %s (%s), which the extension "
+		       "does not import; use --target-layout legacy or bindings instead", f->pl->img->path,
+		       cp_fallback_api_name(api), why);
+}
+
+static cp_status check_needs(struct fb *f)
+{
+	static const enum cp_fb_api always[] = {
+		CP_FB_ERR_CLEAR, CP_FB_ERR_MATCHES, CP_FB_EXC_IMPORTERROR, CP_FB_MODULE_DICT,
+		CP_FB_GETATTRSTRING, CP_FB_UNICODE, CP_FB_TUPLE_NEW, CP_FB_DICT_NEW,
+		CP_FB_DICT_GETITEMSTRING, CP_FB_DICT_SETITEM, CP_FB_DEALLOC,
+	};
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < sizeof(always) / sizeof(always[0]); i++)
+		st = need(f, always[i], "its import path");
+	for (i = 0; !st && i < f->nsites; i++)
+		if (redirects[f->sites[i].redirect].api == CP_FB_CAPSULE_ISVALID ||
+		    redirects[f->sites[i].redirect].api == CP_FB_CAPSULE_GETPOINTER)
+			st = need(f, CP_FB_CAPSULE_GETNAME, "its capsule check") ||
+			     need(f, CP_FB_CAPSULE_ISVALID, "its capsule check");
+	if (!st && f->bad_ref)
+		st = cp_fail(f->pl->err, CP_E_INPUT, "%s: the instruction at %#llx reads the GOT slot of a "
+			     "function the fallback stub replaces; only calls and jumps can be redirected",
+			     f->pl->img->path, (unsigned long long)f->bad_ref);
+	return st;
+}
+
+/* --- the context ----------------------------------------------------- */
+
+static uint32_t put(struct fb *f, const void *bytes, size_t n)
+{
+	size_t at = f->len;
+
+	if (CP_GROW(f->ctx, f->cap, f->len + n)) {
+		f->oom = true;
+		return 0;
+	}
+	memcpy(f->ctx + at, bytes, n);
+	f->len += n;
+	return (uint32_t)at;
+}
+
+static uint32_t put_str(struct fb *f, const char *s)
+{
+	return put(f, s, strlen(s) + 1);
+}
+
+static void set_word(struct fb *f, uint32_t at, uint32_t v)
+{
+	if (!f->oom)
+		memcpy(f->ctx + at, &v, 4);
+}
+
+/* An array of n words; returns where it starts. */
+static uint32_t put_words(struct fb *f, size_t n)
+{
+	uint32_t zero = 0, at = f->len;
+	size_t i;
+
+	while (f->len % 4)
+		put(f, "", 1);
+	at = (uint32_t)f->len;
+	for (i = 0; i < n; i++)
+		put(f, &zero, 4);
+	return at;
+}
+
+/* The helper's source: MAP and EXT, then fallback_helper.py. */
+static char *helper_source(struct fb *f)
+{
+	const cp_rules *r = f->pl->rules;
+	size_t i, k, n = strlen(cp_stub_helper) + strlen(f->pl->scan->modname) + 64;
+	char *src, *o;
+
+	for (i = 0; i < r->nmod; i++)
+		n += 2 * (strlen(r->mod[i].name[0]) + strlen(r->mod[i].name[1]) + 8);
+	src = malloc(n);
+	if (!src)
+		return NULL;
+	o = src + sprintf(src, "MAP = {");
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++)
+			o += sprintf(o, "'%s': '%s', ", r->mod[i].name[k], r->mod[i].name[!k]);
+	sprintf(o, "}\nEXT = '%s'\n%s", f->pl->scan->modname, cp_stub_helper);
+	return src;
+}
+
+/*
+ * The names whose Python-level imports are the helper's business: every
+ * mapped module and every package above one (cuda, cuda.bindings). Not only
+ * those the scan reported: whether `from cuda import cuda` is made cannot
+ * always be told from the strings (a Cython 3.0 table may reach "cuda"
+ * through a neighbour's address), and the helper steps in only when the
+ * import itself fails, so a name too many costs nothing.
+ */
+static size_t related_cap(const cp_rules *r)
+{
+	size_t i, n = 0;
+	int side;
+	const char *c;
+
+	for (i = 0; i < r->nmod; i++)
+		for (side = 0; side < 2; side++)
+			for (n++, c = r->mod[i].name[side]; (c = strchr(c, '.')) != NULL; c++)
+				n++;
+	return n;
+}
+
+/* Each name once, in the order first met; a hash set of those kept (index
+ * + 1, 0 free) finds one met before, where a scan of them all made this
+ * quadratic in the rules. Returns SIZE_MAX when out of memory. */
+static size_t count_related(const cp_rules *r, char (*names)[128], size_t max)
+{
+	size_t i, n = 0, nslot, *slot;
+	int side;
+
+	for (nslot = 64; nslot < 2 * max; nslot *= 2)
+		;
+	slot = calloc(nslot, sizeof(*slot));
+	if (!slot)
+		return SIZE_MAX;
+	for (i = 0; i < r->nmod; i++)
+		for (side = 0; side < 2; side++) {
+			const char *m = r->mod[i].name[side], *dot = m;
+
+			do {
+				size_t len = (dot = strchr(dot + 1, '.')) ? (size_t)(dot - m) : strlen(m);
+				size_t k = cp_name_hash(m, len) & (nslot - 1);
+
+				if (len >= sizeof(names[0]))
+					continue;
+				while (slot[k] && (strncmp(names[slot[k] - 1], m, len) != 0 ||
+						   names[slot[k] - 1][len] != '\0'))
+					k = (k + 1) & (nslot - 1);
+				if (!slot[k] && n < max) {
+					snprintf(names[n++], sizeof(names[0]), "%.*s", (int)len, m);
+					slot[k] = n;
+				}
+			} while (dot);
+		}
+	free(slot);
+	return n;
+}
+
+static cp_status build_context(struct fb *f)
+{
+	const cp_rules *r = f->pl->rules;
+	struct cp_fb_ctx h;
+	size_t cap = related_cap(r), i, k, nrel;
+	char (*rel)[128] = calloc(cap ? cap : 1, sizeof(*rel));
+	uint32_t mods, rels, mangles;
+	char *src = rel ? helper_source(f) : NULL;
+	int built = -1;
+
+	if (!src) {
+		free(rel);
+		return cp_plan_oom(f->pl);
+	}
+	nrel = count_related(r, rel, cap);
+	if (nrel == SIZE_MAX) {
+		free(rel);
+		free(src);
+		return cp_plan_oom(f->pl);
+	}
+	for (i = 0; i < r->nlayout; i++)
+		if (f->pl->scan->layouts_seen & (1u << i))
+			built = built < 0 ? (int)i : built;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CP_FB_MAGIC, sizeof(h.magic));
+	h.version = CP_FB_VERSION;
+	put(f, &h, sizeof(h));
+	h.nmod = (uint32_t)(2 * r->nmod);
+	h.mod_off = mods = put_words(f, 2 * h.nmod);
+	h.nrel = (uint32_t)nrel;
+	h.rel_off = rels = put_words(f, nrel);
+	h.nmangle = (uint32_t)r->nmangle;
+	h.mangle_off = mangles = put_words(f, 2 * r->nmangle);
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++) {
+			set_word(f, mods + (uint32_t)(16 * i + 8 * k), put_str(f, r->mod[i].name[k]));
+			set_word(f, mods + (uint32_t)(16 * i + 8 * k + 4), put_str(f, r->mod[i].name[!k]));
+		}
+	for (i = 0; i < nrel; i++)
+		set_word(f, rels + (uint32_t)(4 * i), put_str(f, rel[i]));
+	for (i = 0; i < r->nmangle; i++)
+		for (k = 0; k < 2; k++)
+			set_word(f, mangles + (uint32_t)(8 * i + 4 * k), put_str(f, r->mangle[i].prefix[k]));
+	h.src_len = (uint32_t)strlen(src);
+	h.src_off = put_str(f, src);
+	h.built_off = put_str(f, built >= 0 ? r->layout[built] : "");
+	h.other_off = put_str(f, built >= 0 ? r->layout[!built] : "");
+	h.ext_off = put_str(f, f->pl->scan->modname);
+	h.size = (uint32_t)f->len;
+	free(src);
+	free(rel);
+	if (f->oom)
+		return cp_plan_oom(f->pl);
+	memcpy(f->ctx, &h, sizeof(h));
+	return CP_OK;
+}
+
+/* --- code: the stub, its thunks, the call sites ----------------------- */
+
+/* The call or jmp at addr, made a direct branch to `to` of the same length. */
+static cp_status redirect_site(struct fb *f, uint64_t addr, uint64_t to, const char *what)
+{
+	struct planner *pl = f->pl;
+	unsigned len = cp_dis_size(&pl->dis, pl->img, addr);
+	const uint8_t *b = len ? cp_image_va_bytes(pl->img, addr, len) : NULL;
+	uint8_t out[6];
+	uint8_t at;
+	uint64_t off;
+
+	if (b && len == 5 && (b[0] == 0xe8 || b[0] == 0xe9)) {          /* call/jmp rel32 */
+		memcpy(out, b, 1);
+		at = 1;
+	} else if (b && len == 6 && b[0] == 0xf2 && (b[1] == 0xe8 || b[1] == 0xe9)) { /* bnd */
+		memcpy(out, b, 2);
+		at = 2;
+	} else if (b && len == 6 && b[0] == 0xff && b[1] == 0x15) {     /* call [rip+GOT] */
+		out[0] = 0x67;  /* addr32 call rel32, as ld relaxes it */
+		out[1] = 0xe8;
+		at = 2;
+	} else if (b && len == 6 && b[0] == 0xff && b[1] == 0x25) {     /* jmp [rip+GOT] */
+		out[0] = 0xe9;  /* jmp rel32; nop, as ld relaxes it */
+		out[5] = 0x90;
+		at = 1;
+	} else {
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the call at %#llx has a form the fallback stub "
+			       "cannot redirect", pl->img->path, (unsigned long long)addr);
+	}
+	memset(out + at, 0, 4);
+	if (!cp_plan_file_off(pl, addr, len, &off))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the call at %#llx lies outside the file",
+			       pl->img->path, (unsigned long long)addr);
+	if (cp_plan_add_edit(pl, CP_EDIT_BRANCH, off, out, len, addr, to, what))
+		return pl->err->code;
+	pl->p->edits[pl->p->nedits - 1].site_end = addr + len;
+	pl->p->edits[pl->p->nedits - 1].disp_at = at;
+	return CP_OK;
+}
+
+#define THUNK_SIZE 16 /* lea (7) + jmp (5), padded */
+
+/* The stub, then one thunk per redirected function that has sites. */
+static cp_status plan_code(struct fb *f, uint64_t *code, uint64_t thunk[NREDIRECTS])
+{
+	size_t n = (cp_stub_code_size + 15) & ~(size_t)15, i, k;
+	uint8_t *buf = calloc(1, n + NREDIRECTS * THUNK_SIZE);
+	cp_status st = CP_OK;
+
+	if (!buf)
+		return cp_plan_oom(f->pl);
+	memcpy(buf, cp_stub_code, cp_stub_code_size);
+	for (i = 0; i < NREDIRECTS; i++) {
+		uint8_t *t = buf + n + i * THUNK_SIZE;
+		int32_t rel = (int32_t)((int64_t)*redirects[i].entry - (int64_t)(n + i * THUNK_SIZE + 12));
+
+		memcpy(t, redirects[i].lea, 3);
+		t[7] = 0xe9;
+		memcpy(t + 8, &rel, 4);
+		memset(t + 12, 0xcc, 4);
+	}
+	*code = cp_plan_append_code(f->pl, buf, n + NREDIRECTS * THUNK_SIZE, 16,
+				    "fallback stub (patcher/stub/fallback_stub.c) and its thunks");
+	free(buf);
+	if (!*code)
+		return cp_plan_oom(f->pl);
+	for (i = 0; i < NREDIRECTS; i++)
+		thunk[i] = *code + n + i * THUNK_SIZE;
+	for (k = 0; !st && k < f->nsites; k++) {
+		char what[200];
+
+		snprintf(what, sizeof(what), "%s call -> fallback stub", cp_fallback_api_name(redirects[f->sites[k].redirect].api));
+		st = redirect_site(f, f->sites[k].addr, thunk[f->sites[k].redirect], what);
+	}
+	return st;
+}
+
+/* Once placed: the context's GOT and thunk offsets, each thunk's lea
+ * displacement, and what the check decodes again there (lea, jmp). */
+static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uint64_t thunk_p[NREDIRECTS])
+{
+	struct cp_plan *p = f->pl->p;
+	struct cp_chunk *cc = &p->space[CP_SPACE_CODE].chunks[0];
+	struct cp_chunk *dc = &p->space[CP_SPACE_DATA].chunks[p->space[CP_SPACE_DATA].nchunks - 1];
+	uint64_t ctx = cp_plan_real_address(p, ctx_p), code = cp_plan_real_address(p, code_p);
+	size_t i;
+
+	for (i = 0; i < CP_FB_NAPI; i++) {
+		int64_t rel = f->slot[i] ? (int64_t)(f->slot[i] - ctx) : 0;
+
+		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, api) + 8 * i, &rel, 8);
+	}
+	for (i = 0; i < NREDIRECTS; i++) {
+		uint64_t t = cp_plan_real_address(p, thunk_p[i]);
+		int64_t disp = (int64_t)(ctx - (t + 7)), rel = (int64_t)(t - ctx);
+		int32_t d = (int32_t)disp;
+
+		/* the segments placed on either side of a huge .bss */
+		if (disp != d)
+			return cp_fail(f->pl->err, CP_E_INPUT, "%s: the fallback stub's thunk at %#llx cannot reach its "
+				       "context at %#llx with a 32-bit displacement", f->pl->img->path,
+				       (unsigned long long)t, (unsigned long long)ctx);
+		memcpy(cc->bytes + (t - code) + 3, &d, 4);
+		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, thunk) + 8 * redirects[i].api, &rel, 8);
+		if (cp_plan_expect(f->pl, t, ctx) || cp_plan_expect(f->pl, t + 7, code + *redirects[i].entry))
+			return f->pl->err->code;
+	}
+	return CP_OK;
+}
+
+cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_plan *plan,
+			   cp_error *err)
+{
+	struct cp_code_visitor v;
+	struct planner pl;
+	struct fb f;
+	uint64_t code = 0, ctx = 0, thunk[NREDIRECTS];
+	cp_status st;
+	size_t k;
+
+	memset(plan, 0, sizeof(*plan));
+	memset(&pl, 0, sizeof(pl));
+	memset(&f, 0, sizeof(f));
+	plan->target = -1;
+	pl.img = img;
+	pl.scan = scan;
+	pl.rules = scan->rules;
+	pl.p = plan;
+	pl.err = err;
+	f.pl = &pl;
+	if (scan->rules->nlayout != 2)
+		return cp_fail(err, CP_E_RULES, "%s: fallback needs rules with exactly two layouts, not %zu",
+			       img->path, scan->rules->nlayout);
+	if (scan->fallback)
+		return CP_OK; /* already patched: an empty plan */
+	for (k = 0; scan->shared_import[0] && k < scan->nrefs; k++)
+		if ((scan->refs[k].kind == CP_K_PYIMPORT || scan->refs[k].kind == CP_K_FROMIMPORT) &&
+		    cp_ref_is_live(&scan->refs[k]))
+			return cp_fail(err, CP_E_INPUT, "%s: the Python-level import of %s is made by %s (Cython's "
+				       "shared utility module), where the fallback stub cannot see it",
+				       img->path, scan->refs[k].module, scan->shared_import);
+	for (k = 0; k < NREDIRECTS; k++)
+		f.need[k] = needed(scan, redirects[k].api);
+	st = cp_dis_open(&pl.dis, err);
+	if (st)
+		return st;
+	st = find_slots(&f);
+	/* any Python-level import may be `from cuda import cuda` (the strings
+	 * cannot always tell): the helper sees them all, and acts on failures */
+	if (f.slot[CP_FB_IMPORT_LEVEL])
+		f.need[CP_FB_IMPORT_LEVEL] = true;
+	memset(&v, 0, sizeof(v));
+	v.on_call = on_call;
+	v.on_ref = on_ref;
+	v.ctx = &f;
+	if (!st)
+		st = cp_code_walk(img, 0, 0, &v, err);
+	if (!st && f.oom)
+		st = cp_plan_oom(&pl);
+	if (!st && !f.nsites)
+		st = cp_fail(err, CP_E_INPUT, "%s: no import or capsule call to redirect", img->path);
+	if (!st)
+		st = check_needs(&f);
+	if (!st)
+		st = build_context(&f);
+	if (!st) {
+		ctx = cp_plan_append(&pl, f.ctx, f.len, 16, "fallback context: GOT offsets, module pairs, "
+				     "mangled prefixes, helper source");
+		if (!ctx)
+			st = cp_plan_oom(&pl);
+	}
+	if (!st)
+		st = plan_code(&f, &code, thunk);
+	if (!st)
+		st = cp_plan_place(&pl);
+	if (!st)
+		st = finish(&f, ctx, code, thunk);
+	if (!st)
+		st = cp_plan_check_overlaps(&pl);
+	plan->nchanged = f.nsites;
+	cp_dis_close(&pl.dis);
+	free(f.sites);
+	free(f.ctx);
+	if (st)
+		cp_plan_free(plan);
+	return st;
+}

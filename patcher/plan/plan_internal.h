@@ -1,0 +1,71 @@
+/*
+ * plan_internal.h - the planner's state, shared by plan.c (literals,
+ * relocations, code operands) and plan_blob.c (Cython 3.2+ string blobs).
+ */
+#ifndef CP_PLAN_INTERNAL_H
+#define CP_PLAN_INTERNAL_H
+
+#include "plan/plan.h"
+
+struct cp_blob_plan;
+
+/* A source-layout name in one of its forms (dotted, path, mangled prefix)
+ * and what it becomes in the target layout; made once per plan. */
+struct cp_name_form {
+	char *from, *to;
+	size_t flen;
+	bool mangled;  /* a prefix: no word boundary needed */
+};
+
+struct planner {
+	const cp_image *img;
+	const cp_scan *scan;
+	const cp_rules *rules;
+	struct cp_plan *p;
+	cp_dis dis;
+	cp_error *err;
+	uint64_t *done;      /* string addresses already planned */
+	size_t ndone, capdone;
+	struct cp_blob_plan *blobs; /* one per scan blob */
+	bool inexpressible;  /* refused: strings alone cannot express a rewrite */
+	struct code_lengths *code_lengths; /* plan.c: Cython 3.0 string-table lengths */
+	struct cp_name_form *forms;
+	size_t nforms, capforms;
+};
+
+
+cp_status cp_plan_oom(struct planner *pl);
+cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t off,
+			   const void *bytes, uint32_t len, uint64_t site, uint64_t target,
+			   const char *what);
+uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			const char *what);
+uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, unsigned align,
+			     const char *what);
+cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
+				const char *what);
+bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off);
+
+/* Rewrites every source-layout name in text[0, n) into out (NUL-terminated,
+ * its length in *outlen); returns the replacements made, -1 if out is short. */
+int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char *out, size_t outsz,
+		     size_t *outlen);
+
+/* place.c: chooses the new space and resolves provisional addresses. */
+cp_status cp_plan_place(struct planner *pl);
+/* Sorts the edits by offset; fails when two overlap. */
+cp_status cp_plan_check_overlaps(struct planner *pl);
+/* The check will decode the instruction at addr: it must reach target. */
+cp_status cp_plan_expect(struct planner *pl, uint64_t addr, uint64_t target);
+uint64_t cp_plan_real_address(const struct cp_plan *p, uint64_t t);
+
+/* plan_blob.c */
+cp_status cp_plan_blob_begin(struct planner *pl);
+cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r);
+cp_status cp_plan_blob_from_import(struct planner *pl, const struct cp_ref *r, const char *parent,
+				   const char *leaf);
+cp_status cp_plan_blob_end(struct planner *pl);
+/* Frees the blob plans (cp_plan_blob_end does; error paths call it). */
+void cp_plan_blob_free(struct planner *pl);
+
+#endif

@@ -1,0 +1,566 @@
+/*
+ * predict.c - `cypatch check`: what importing an extension will do under a
+ * site-packages directory, decided from the files alone (see predict.h).
+ */
+#include "predict/predict.h"
+#include "util/cleanup_on_signal.h"
+#include "util/error.h"
+#include "predict/exports.h"
+#include "elf/image.h"
+#include "predict/import_time.h"
+#include "predict/import_chain.h"
+#include "rules/rules.h"
+#include "scan/scan.h"
+#include "wheel/wheel.h"
+#include "util/write.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct ctx {
+	const cp_rules *rules;
+	const char *site;
+	const char *suffix;   /* the consumer's ".cpython-311-x86_64-linux-gnu.so" */
+	char ext[64];         /* the target interpreter's, or "" when not known */
+	unsigned cuda_major;  /* of the site's cuda-bindings (or cuda-python), or 0 */
+	json_t *failures;
+	json_t *deferred;     /* imports that do not run at import time */
+	cp_error *err;
+	struct cp_chain *chain; /* a wheel's modules, for what runs before an extension */
+};
+
+static bool is_dir(const char *p)
+{
+	struct stat sb;
+
+	return !stat(p, &sb) && S_ISDIR(sb.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+	struct stat sb;
+
+	return !stat(p, &sb) && S_ISREG(sb.st_mode);
+}
+
+/* When the target interpreter is not known (an abi3 consumer checked
+ * against a tree that does not name its Python): the one file
+ * "<name>.cpython-*.so" in dir, if there is exactly one. */
+static bool one_interpreter_file(const char *dir, const char *name, int len, char *out, size_t n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+
+		if (!strncmp(e->d_name, name, (size_t)len) && !strncmp(e->d_name + len, ".cpython-", 9) &&
+		    l > 3 && !strcmp(e->d_name + l - 3, ".so") &&
+		    (size_t)snprintf(out, n, "%s/%s", dir, e->d_name) < n && is_file(out))
+			found++;
+	}
+	closedir(d);
+	if (found == 1)
+		return true;
+	out[0] = '\0';
+	return false;
+}
+
+/* Where `module` would be imported from under the site: its extension
+ * file, "" for a Python module or package, or NULL with *missing set to
+ * the first name the import system would not find. */
+static bool resolve(const struct ctx *c, const char *module, char *file, size_t n, char *missing, size_t mn)
+{
+	char path[4400], probe[4400];
+	const char *p = module;
+	/* importlib.machinery.EXTENSION_SUFFIXES of the target interpreter */
+	const char *suffixes[] = { c->ext, ".abi3.so", ".so" };
+	size_t k;
+
+	file[0] = '\0';
+	if ((size_t)snprintf(path, sizeof(path), "%s", c->site) >= sizeof(path))
+		return false;
+	for (;;) {
+		const char *dot = strchr(p, '.');
+		int len = (int)(dot ? (size_t)(dot - p) : strlen(p));
+
+		if ((size_t)snprintf(missing, mn, "%.*s", (int)(p - module) + len, module) >= mn)
+			return false;
+		if (dot) { /* a package: a directory, with or without __init__ */
+			if ((size_t)snprintf(probe, sizeof(probe), "%s/%.*s", path, len, p) >= sizeof(probe) ||
+			    !is_dir(probe))
+				return false;
+			memcpy(path, probe, sizeof(path));
+			p = dot + 1;
+			continue;
+		}
+		for (k = 0; k < 3; k++)
+			if (suffixes[k][0] &&
+			    (size_t)snprintf(probe, sizeof(probe), "%s/%s%s", path, p, suffixes[k]) < sizeof(probe) &&
+			    is_file(probe))
+				return (size_t)snprintf(file, n, "%s", probe) < n;
+		if (!c->ext[0] && one_interpreter_file(path, p, len, probe, sizeof(probe)))
+			return (size_t)snprintf(file, n, "%s", probe) < n;
+		if ((size_t)snprintf(probe, sizeof(probe), "%s/%s.py", path, p) < sizeof(probe) && is_file(probe))
+			return true;
+		return (size_t)snprintf(probe, sizeof(probe), "%s/%s", path, p) < sizeof(probe) && is_dir(probe);
+	}
+}
+
+static void fail(struct ctx *c, const char *fmt, const char *a, const char *b, const char *d, const char *e)
+{
+	char msg[16384];
+
+	snprintf(msg, sizeof(msg), fmt, a, b, d, e);
+	json_array_append_new(c->failures, json_string(msg));
+}
+
+/* The capsules the provider `module` (in `file`) exports. A trampoline
+ * (12.6.2 to 12.9's cuda.ccuda: `from cuda.bindings.cydriver cimport *`,
+ * `__pyx_capi__ = cydriver.__pyx_capi__`) has none of its own and passes
+ * on those of its counterpart in the other layout. */
+/* The exports of one provider file (exports.c: the same that `show
+ * --exports` lists). */
+static cp_status read_exports(struct ctx *c, const char *file, struct cp_exports *ex)
+{
+	return cp_exports_of_file(file, c->rules, ex, c->err);
+}
+
+static cp_status provider_exports(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)
+{
+	int lay = cp_rules_module_layout(c->rules, module);
+	const char *other = lay >= 0 ? cp_rules_map(c->rules, module, !lay) : NULL;
+	char target[4096], missing[4096];
+	cp_status st = read_exports(c, file, ex);
+
+	if (!st && !ex->n && other && resolve(c, other, target, sizeof(target), missing, sizeof(missing)) && target[0])
+		st = read_exports(c, target, ex);
+	return st;
+}
+
+/* Signatures equal, or (fallback) equal up to mapped prefix pairs. */
+static bool same_signature(const cp_rules *r, const char *a, const char *b, bool fallback)
+{
+	size_t i, k;
+
+	if (!strcmp(a, b))
+		return true;
+	while (fallback && (*a || *b)) {
+		for (i = 0; i < r->nmangle; i++) {
+			for (k = 0; k < 2; k++) {
+				const char *p = r->mangle[i].prefix[k], *q = r->mangle[i].prefix[!k];
+
+				if (!strncmp(a, p, strlen(p)) && !strncmp(b, q, strlen(q))) {
+					a += strlen(p);
+					b += strlen(q);
+					goto next;
+				}
+			}
+		}
+		if (*a != *b)
+			return false;
+		a++, b++;
+next:;
+	}
+	return fallback;
+}
+
+/* The module a cimport binds to: the built name, else (fallback) its
+ * counterpart; NULL after recording the failure. */
+static const char *bind_module(struct ctx *c, const cp_scan *s, const char *module, char *file, size_t n)
+{
+	char missing[4096], missing2[4096];
+	const char *other = s->fallback ? cp_rules_map(c->rules, module, !cp_rules_module_layout(c->rules, module))
+					: NULL;
+
+	if (resolve(c, module, file, n, missing, sizeof(missing)))
+		return module;
+	if (other && resolve(c, other, file, n, missing2, sizeof(missing2)))
+		return other;
+	if (other)
+		fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s", s->modname, module,
+		     other, "");
+	else
+		fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
+	return NULL;
+}
+
+static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
+{
+	size_t i, j;
+	cp_status st = CP_OK;
+
+	for (i = 0; !st && i < s->nrefs; i++) {
+		const struct cp_ref *m = &s->refs[i];
+		struct cp_exports ex;
+		char file[4096];
+		const char *as;
+
+		if (m->kind != CP_K_CIMPORT || !cp_ref_is_live(m))
+			continue;
+		as = bind_module(c, s, m->value, file, sizeof(file));
+		if (!as)
+			continue;
+		json_object_set_new(bound, m->value, json_string(as));
+		memset(&ex, 0, sizeof(ex));
+		if (file[0])
+			st = provider_exports(c, as, file, &ex);
+		for (j = 0; !st && j < s->nrefs; j++) {
+			const struct cp_ref *f = &s->refs[j];
+			const struct cp_export *e;
+			const char *what = f->kind == CP_K_FUNCTION ? "function" : "variable";
+			size_t k;
+
+			if ((f->kind != CP_K_FUNCTION && f->kind != CP_K_VARIABLE) || !f->module ||
+			    strcmp(f->module, m->value))
+				continue;
+			e = cp_exports_find(&ex, f->name);
+			for (k = 0; !e && f->kind == CP_K_VARIABLE && k < ex.n; k++) /* keys unknown: by signature */
+				if (!ex.v[k].name && same_signature(c->rules, f->signature, ex.v[k].sig, s->fallback))
+					e = &ex.v[k];
+			if (!e) {
+				char fmt[200];
+
+				snprintf(fmt, sizeof(fmt), "ImportError: %%s does not export expected C %s %%s%%s%%s", what);
+				fail(c, fmt, as, f->name, "", "");
+			} else if (!same_signature(c->rules, f->signature, e->sig, s->fallback)) {
+				char head[600];
+
+				snprintf(head, sizeof(head), "TypeError: C %s %s.%s", what, as, f->name);
+				fail(c, "%s has wrong signature (expected %s, got %s)%s", head, f->signature, e->sig, "");
+			}
+		}
+		cp_exports_free(&ex);
+	}
+	return st;
+}
+
+/* When the imports of r's package run: at import time unless every call
+ * that imports it is known and runs later (import_time.h). */
+static cp_status ref_when(const cp_scan *s, cp_import_time *t, const struct cp_ref *r, enum cp_when *out,
+			  cp_error *err)
+{
+	size_t i, k, n = 0;
+	enum cp_when w, first = CP_WHEN_AT_IMPORT;
+	cp_status st = CP_OK;
+
+	*out = CP_WHEN_AT_IMPORT;
+	if (!r->pyslots_known || !r->npyslots)
+		return CP_OK;
+	for (i = 0; !st && i < s->nimport_calls; i++)
+		for (k = 0; !st && k < r->npyslots; k++) {
+			if (s->import_calls[i].slot != r->pyslots[k])
+				continue;
+			st = cp_import_time_of(t, s->import_calls[i].call, &w, err);
+			if (!st && w == CP_WHEN_AT_IMPORT)
+				return CP_OK;
+			first = n++ ? first : w;
+		}
+	if (!st && n)
+		*out = first;
+	return st;
+}
+
+static void defer(struct ctx *c, const struct cp_ref *r, enum cp_when w)
+{
+	char line[600];
+
+	if (r->kind == CP_K_FROMIMPORT)
+		snprintf(line, sizeof(line), "from %s import %s (%s)", r->package, r->name, cp_when_text(w));
+	else
+		snprintf(line, sizeof(line), "import %s (%s)", r->value, cp_when_text(w));
+	json_array_append_new(c->deferred, json_string(line));
+}
+
+/* Python-level: `import a.b.c` and `from P import N` of mapped modules,
+ * those made at import time; the others are listed as deferred. */
+static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_scan *s)
+{
+	char file[4096], missing[4096], full[1024];
+	cp_import_time *t = NULL;
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < s->nrefs; i++) {
+		const struct cp_ref *r = &s->refs[i];
+		const char *other;
+		enum cp_when w;
+
+		if (!cp_ref_is_live(r) || (r->kind != CP_K_FROMIMPORT && !(r->kind == CP_K_PYIMPORT && r->module &&
+									     cp_rules_module_layout(c->rules, r->value) >= 0)))
+			continue;
+		if (!t && (st = cp_import_time_open(img, s->modname, &t, c->err)) != CP_OK)
+			break;
+		if ((st = ref_when(s, t, r, &w, c->err)) != CP_OK)
+			break;
+		if (w != CP_WHEN_AT_IMPORT) {
+			defer(c, r, w);
+			continue;
+		}
+		if (r->kind == CP_K_PYIMPORT) {
+			other = s->fallback ? cp_rules_map(c->rules, r->value, !r->layout) : NULL;
+			if (resolve(c, r->value, file, sizeof(file), missing, sizeof(missing)) ||
+			    (other && resolve(c, other, file, sizeof(file), full, sizeof(full))))
+				continue;
+			if (other)
+				fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s",
+				     s->modname, r->value, other, "");
+			else
+				fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
+			continue;
+		}
+		snprintf(full, sizeof(full), "%s.%s", r->package, r->name);
+		other = s->fallback ? cp_rules_map(c->rules, r->module, !r->layout) : NULL;
+		if (resolve(c, full, file, sizeof(file), missing, sizeof(missing)) ||
+		    (other && resolve(c, other, file, sizeof(file), full, sizeof(full))))
+			continue;
+		if (other)
+			fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s", s->modname,
+			     r->module, other, "");
+		else if (resolve(c, r->package, file, sizeof(file), missing, sizeof(missing)))
+			fail(c, "ImportError: cannot import name %s%s%s%s", r->name, "", "", "");
+		else
+			fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
+	}
+	cp_import_time_close(t);
+	return st;
+}
+
+static uint16_t machine_of(const cp_image *img)
+{
+	uint16_t m = 0;
+
+	if (img->size >= sizeof(Elf64_Ehdr))
+		memcpy(&m, img->data + offsetof(Elf64_Ehdr, e_machine), sizeof(m));
+	return m;
+}
+
+/*
+ * The suffix the target interpreter gives its own extensions: the
+ * consumer's when it names an interpreter (.cpython-311-x86_64-linux-gnu.so),
+ * else (an abi3 consumer, .abi3.so) the one of the site's interpreter, from
+ * its path (lib/python3.11/site-packages) and the consumer's machine.
+ */
+static void interpreter_suffix(struct ctx *c, const cp_image *img)
+{
+	const char *p = strstr(c->site, "/python3."), *triplet;
+	unsigned minor;
+	char tail;
+
+	c->ext[0] = '\0';
+	if (!strncmp(c->suffix, ".cpython-", 9)) {
+		snprintf(c->ext, sizeof(c->ext), "%s", c->suffix);
+		return;
+	}
+	triplet = machine_of(img) == EM_AARCH64 ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
+	if (p && sscanf(p, "/python3.%u%c", &minor, &tail) == 2 && tail == '/' && minor < 100)
+		snprintf(c->ext, sizeof(c->ext), ".cpython-3%u-%s.so", minor, triplet);
+}
+
+/* One extension file: its prediction appended to exts. */
+static cp_status predict_file(struct ctx *c, const char *file, const char *label, json_t *exts, cp_error *err)
+{
+	cp_image *img = NULL;
+	cp_scan *scan = NULL;
+	json_t *bound = json_object();
+	const char *base = strrchr(label, '/');
+	cp_status st = cp_image_open(file, &img, err);
+
+	c->failures = json_array();
+	c->deferred = json_array();
+	c->suffix = strchr(base ? base + 1 : label, '.');
+	if (!c->suffix)
+		c->suffix = ".so";
+	if (!st)
+		interpreter_suffix(c, img);
+	if (!st && !cp_scan_is_module(img))
+		goto done;
+	if (!st)
+		st = cp_scan_run(img, c->rules, &scan, err);
+	if (!st && c->chain)
+		st = cp_chain_note_scan(c->chain, label, scan, err);
+	/* a prediction from what the scan could not see would be a guess */
+	if (!st && scan->incomplete[0])
+		st = cp_fail(err, CP_E_INPUT, "%s: %s", label, scan->incomplete);
+	if (st || !scan->layouts_seen)
+		goto done;
+	st = check_cimports(c, scan, bound);
+	if (!st)
+		st = check_pyimports(c, img, scan);
+	if (!st)
+		json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O, s:O}", "file", label, "module",
+						      scan->modname, "fallback", scan->fallback, "binds", bound,
+						      "failures", c->failures, "deferred", c->deferred));
+done:
+	if (!st && img)
+		st = cp_image_intact(img, err);
+	json_decref(bound);
+	json_decref(c->failures);
+	json_decref(c->deferred);
+	cp_scan_free(scan);
+	cp_image_close(img);
+	return st;
+}
+
+/* The major version of the cuda-bindings installed in the site (else of
+ * cuda-python, which held cuda.bindings itself up to 12.6), from its
+ * dist-info directory's name; 0 when neither is there. */
+static unsigned site_cuda_major(const char *site)
+{
+	static const char *const dists[] = { "cuda_bindings-", "cuda_python-" };
+	unsigned found[2] = { 0, 0 }, v;
+	DIR *d = opendir(site);
+	struct dirent *e;
+	size_t k;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		for (k = 0; k < 2; k++)
+			if (!strncmp(e->d_name, dists[k], strlen(dists[k])) && strstr(e->d_name, ".dist-info") &&
+			    sscanf(e->d_name + strlen(dists[k]), "%u.", &v) == 1)
+				found[k] = v;
+	closedir(d);
+	return found[0] ? found[0] : found[1];
+}
+
+/* A member inside a per-CUDA-major tree (cuda-core 0.4: pkg/cu12/...,
+ * pkg/cu13/...; the package imports the one for the installed major, and
+ * the others cannot be imported): the tree's major, when the wheel has
+ * another tree beside it; else 0. */
+static unsigned tree_major(const struct cp_wheel *w, const char *name)
+{
+	const char *p = name;
+	unsigned major;
+	size_t i, plen;
+	int len;
+
+	for (; (p = strstr(p, "/cu")) != NULL; p++)
+		if (sscanf(p + 3, "%u%n", &major, &len) == 1 && p[3 + len] == '/')
+			break;
+	if (!p)
+		return 0;
+	plen = (size_t)(p - name) + 3; /* "pkg/cu" */
+	for (i = 0; i < w->n; i++) {
+		const char *o = w->m[i].name;
+		unsigned other;
+
+		if (!strncmp(o, name, plen) && sscanf(o + plen, "%u%n", &other, &len) == 1 && o[plen + len] == '/' &&
+		    other != major && strstr(o, ".so"))
+			return major;
+	}
+	return 0;
+}
+
+/* The prediction just appended to exts, for a module of a tree the
+ * package does not import under the site: replaced by why it is skipped. */
+static void skip_tree(json_t *exts, unsigned tree, unsigned major)
+{
+	json_t *e = json_array_get(exts, json_array_size(exts) - 1);
+	char why[160];
+
+	snprintf(why, sizeof(why), "a tree for CUDA %u; the package imports the one for CUDA %u", tree, major);
+	json_object_set_new(e, "binds", json_object());
+	json_object_set_new(e, "failures", json_array());
+	json_object_set_new(e, "skipped", json_string(why));
+}
+
+/* resolve() for import_chain.h */
+static bool resolves(void *ctx, const char *module, char *missing, size_t mn)
+{
+	char file[4096];
+
+	return resolve(ctx, module, file, sizeof(file), missing, mn);
+}
+
+/*
+ * The step after every extension's own prediction: the Python code its
+ * import runs first (its packages' __init__.py and what they import of the
+ * wheel), whose failure is the extension's too (import_chain.h).
+ */
+static cp_status predict_python(struct ctx *c, json_t *exts, cp_error *err)
+{
+	return cp_chain_predict(c->chain, exts, resolves, c, err);
+}
+
+static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp_error *err)
+{
+	struct cp_wheel *w = NULL;
+	char dir[] = "/tmp/cypatch-check-XXXXXX", tmp[4200];
+	cp_status st = cp_wheel_open(path, &w, err);
+	size_t i;
+
+	if (!st)
+		st = cp_chain_open(w, c->rules, &c->chain, err);
+	if (!st && !mkdtemp(dir))
+		st = cp_fail(err, CP_E_IO, "cannot create a temporary directory");
+	for (i = 0; !st && w && i < w->n; i++) {
+		uint8_t *data;
+		size_t len;
+
+		unsigned tree = tree_major(w, w->m[i].name);
+		size_t before = json_array_size(exts);
+
+		if (w->m[i].dir || !strstr(w->m[i].name, ".so"))
+			continue;
+		snprintf(tmp, sizeof(tmp), "%s/x.so", dir);
+		st = cp_wheel_read(w, i, &data, &len, err);
+		if (!st) {
+			st = cp_write_temp(tmp, data, len, 0644, tmp, sizeof(tmp), err);
+			free(data);
+		}
+		if (!st) {
+			st = predict_file(c, tmp, w->m[i].name, exts, err);
+			unlink(tmp);
+			cp_cleanup_remove(tmp); /* registered by cp_write_temp, never renamed */
+		}
+		if (!st && json_array_size(exts) > before && tree && c->cuda_major && tree != c->cuda_major)
+			skip_tree(exts, tree, c->cuda_major);
+	}
+	if (!st)
+		st = predict_python(c, exts, err);
+	cp_chain_free(c->chain);
+	c->chain = NULL;
+	if (w)
+		rmdir(dir);
+	cp_wheel_close(w);
+	return st;
+}
+
+cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
+		     cp_error *err)
+{
+	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, NULL, err, NULL };
+	json_t *exts = json_array(), *e;
+	size_t n = strlen(path), i;
+	cp_status st;
+
+	*result = NULL;
+	*ok = false;
+	if (!is_dir(site)) {
+		json_decref(exts);
+		return cp_fail(err, CP_E_USAGE, "%s: not a directory", site);
+	}
+	st = n > 4 && !strcmp(path + n - 4, ".whl") ? predict_wheel(&c, path, exts, err)
+						       : predict_file(&c, path, path, exts, err);
+	if (!st && !json_array_size(exts))
+		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to check", path);
+	if (st) {
+		json_decref(exts);
+		return st;
+	}
+	*ok = true;
+	json_array_foreach(exts, i, e)
+		*ok = *ok && !json_array_size(json_object_get(e, "failures"));
+	*result = json_pack("{s:s, s:o, s:b}", "site", site, "extensions", exts, "ok", *ok);
+	return CP_OK;
+}

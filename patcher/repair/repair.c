@@ -1,0 +1,534 @@
+/*
+ * repair.c - a wheel through cypatch (see repair.h): what changes.
+ *
+ * Extensions are unpacked one at a time into a private directory beside
+ * the output (the patcher maps files), patched there, and read back;
+ * sources and METADATA are rewritten in memory. Large libraries are bet
+ * not to be extensions and read on a second thread meanwhile. The archive
+ * is written by repair_write.c.
+ */
+#include "repair/repair_job.h"
+#include "util/cleanup_on_signal.h"
+#include "util/error.h"
+#include "repair/pysource.h"
+#include "rules/rules.h"
+#include "repair/requires.h"
+#include "wheel/wheel.h"
+#include "wheel/wheel_name.h"
+#include "util/write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+
+/* A shared object this large whose first MiB holds no "PyInit_" is bet not
+ * to be an extension: the whole read that settles it (RECORD, PyInit_)
+ * runs on a second thread while the archive is written, and a lost bet
+ * writes the archive again. A 1 GB library is then read and copied at the
+ * same time rather than one after the other (docs/performance.md). */
+#define BET_BYTES (64ull << 20)
+#define PROBE_BYTES (1u << 20)
+
+static bool is_shared_object(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (n > 3 && !strcmp(name + n - 3, ".so")) || strstr(name, ".so.");
+}
+
+bool cp_repair_is_extension(const struct cp_wheel_member *m)
+{
+	return !m->dir && is_shared_object(m->name);
+}
+
+static cp_status slurp(const char *path, uint8_t **data, size_t *len, cp_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	size_t got = 0;
+
+	*data = NULL;
+	if (!f || fstat(fileno(f), &sb) || !(*data = malloc((size_t)sb.st_size + 1)) ||
+	    (got = fread(*data, 1, (size_t)sb.st_size, f)) != (size_t)sb.st_size) {
+		if (f)
+			fclose(f);
+		free(*data);
+		*data = NULL;
+		return cp_fail(err, CP_E_IO, "%s: cannot read it back", path);
+	}
+	fclose(f);
+	*len = got;
+	return CP_OK;
+}
+
+/* An error about a file in the private directory, told about the member. */
+static cp_status about_member(struct job *j, const char *tmp, size_t i, cp_status st)
+{
+	char msg[2 * sizeof(j->err->msg) + 4096];
+	size_t n = strlen(tmp);
+	const char *rest = !strncmp(j->err->msg, tmp, n) ? j->err->msg + n : j->err->msg;
+
+	snprintf(msg, sizeof(msg), "%s: %s%s%s", j->w->path, j->w->m[i].name, rest == j->err->msg ? ": " : "", rest);
+	memcpy(j->err->msg, msg, sizeof(j->err->msg) - 1);
+	j->err->msg[sizeof(j->err->msg) - 1] = '\0';
+	return st;
+}
+
+/* Member i unpacked into the private directory, in pieces (a scratch file,
+ * removed below, needs no fsync, and a 1 GiB library no 1 GiB buffer), and
+ * searched for "PyInit_" on the way. */
+static cp_status unpack(struct job *j, size_t i, const char *path, bool *module)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cp_status st;
+
+	if (fd < 0)
+		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
+	st = cp_wheel_extract(j->w, i, fd, "PyInit_", module, j->err);
+	if (close(fd) && !st)
+		st = cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
+	return st;
+}
+
+/* The bets placed (BET_BYTES): each large shared object's first MiB read. */
+static cp_status place_bets(struct job *j)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < j->w->n; i++) {
+		bool head = true;
+
+		if (cp_repair_is_extension(&j->w->m[i]) && j->w->m[i].size >= BET_BYTES)
+			st = cp_wheel_head_contains(j->w, i, PROBE_BYTES, "PyInit_", &head, j->err);
+		j->bet[i] = !st && !head;
+	}
+	return st;
+}
+
+static cp_status patch_member(struct job *j, size_t i, struct cp_repair_member *x)
+{
+	struct cp_patch_opts po;
+	char in[4200], out[4200];
+	bool module = false;
+	cp_status st = CP_OK;
+
+	snprintf(in, sizeof(in), "%s/in.so", j->dir);
+	snprintf(out, sizeof(out), "%s/out.so", j->dir);
+	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_":
+	 * what lacks them is read once, for RECORD, and its scratch copy
+	 * removed (a bet one, a 1 GB libcudf, is read by the settler and never
+	 * written out). */
+	if (!j->bet[i])
+		st = unpack(j, i, in, &module);
+	if (st || j->bet[i] || !module) {
+		x->r.outcome = CP_NOT_EXTENSION;
+		unlink(in);
+		return st;
+	}
+	memset(&po, 0, sizeof(po));
+	po.layout = j->o->layout;
+	po.no_fallback = j->o->no_fallback;
+	po.keep_build_id = j->o->keep_build_id;
+	po.no_fsync = true; /* a scratch file, read back and removed */
+	st = cp_patch_file(in, out, j->rules, &po, &x->r, j->err);
+	if (!st && x->r.outcome == CP_PATCHED) {
+		st = slurp(out, &j->data[i], &j->len[i], j->err);
+		j->res->npatched += !st;
+	}
+	unlink(in);
+	unlink(out);
+	return st ? about_member(j, in, i, st) : CP_OK;
+}
+
+static cp_status patch_extensions(struct job *j)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < j->w->n; i++) {
+		if (!cp_repair_is_extension(&j->w->m[i]))
+			continue;
+		if (CP_GROW(j->res->ext, j->res->capext, j->res->next + 1))
+			return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+		memset(&j->res->ext[j->res->next], 0, sizeof(j->res->ext[0]));
+		j->res->ext[j->res->next].path = strdup(j->w->m[i].name);
+		st = patch_member(j, i, &j->res->ext[j->res->next]);
+		j->res->next++;
+	}
+	return st;
+}
+
+static bool is_source(const struct cp_wheel_member *m)
+{
+	size_t n = strlen(m->name);
+
+	return !m->dir && n > 3 && !strcmp(m->name + n - 3, ".py");
+}
+
+/* Import statements of mapped modules in the wheel's Python sources. */
+static cp_status rewrite_sources(struct job *j)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < j->w->n; i++) {
+		struct cp_pysource_counts c;
+		uint8_t *text;
+		char *out = NULL;
+		size_t len, outlen;
+
+		if (!is_source(&j->w->m[i]) || (st = cp_wheel_read(j->w, i, &text, &len, j->err)))
+			continue;
+		if (memmem(text, len, "cuda", 4))
+			st = cp_pysource_rewrite((const char *)text, len, j->rules, j->o->layout, &out, &outlen, &c,
+						 j->err);
+		free(text);
+		if (st || !out)
+			continue;
+		if (c.unhandled) {
+			free(out);
+			return cp_fail(j->err, CP_E_INPUT, "%s: %s line %d: `%s` imports from the %s layout, and "
+				       "cypatch has no rewrite of it for the %s layout%s",
+				       j->w->path, j->w->m[i].name, c.first_line, c.first,
+				       j->rules->layout[c.first_layout],
+				       j->rules->layout[!c.first_layout],
+				       c.unhandled > 1 ? " (nor of later lines like it)" : "");
+		}
+		j->res->left += c.left;
+		if (!c.rewritten) {
+			free(out);
+			continue;
+		}
+		j->res->statements += c.rewritten;
+		j->data[i] = (uint8_t *)out;
+		j->len[i] = outlen;
+		if (CP_GROW(j->res->sources, j->res->capsources, j->res->nsources + 1) ||
+		    !(j->res->sources[j->res->nsources++] = strdup(j->w->m[i].name)))
+			st = cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	}
+	return st;
+}
+
+static cp_status relax_metadata(struct job *j)
+{
+	char name[4200];
+	zip_int64_t at;
+	uint8_t *meta;
+	size_t len;
+	char *out;
+	size_t outlen;
+	bool changed;
+	cp_status st;
+
+	snprintf(name, sizeof(name), "%s/METADATA", j->w->dist_info);
+	at = zip_name_locate(j->w->zip, name, 0);
+	if (at < 0)
+		return cp_fail(j->err, CP_E_INPUT, "%s: no %s to relax", j->w->path, name);
+	st = cp_wheel_read(j->w, (size_t)at, &meta, &len, j->err);
+	if (!st)
+		st = cp_relax_requires((const char *)meta, len, j->o->layout, &out, &outlen, &changed, j->err);
+	free(meta);
+	if (st || !changed) {
+		if (!st)
+			free(out);
+		return st;
+	}
+	j->data[at] = (uint8_t *)out;
+	j->len[at] = outlen;
+	j->res->metadata_changed = true;
+	return CP_OK;
+}
+
+static const char *outcome_name(enum cp_patch_outcome o)
+{
+	static const char *const names[] = { "patched", "planned", "already", "no-mapped-reference",
+					     "not-an-extension" };
+
+	return names[o];
+}
+
+/* <dist-info>/cypatch.json: what was done, reproducibly (no time, no path). */
+cp_status cp_repair_note(struct job *j)
+{
+	json_t *doc = json_object(), *files = json_array();
+	size_t i;
+
+	free(j->note); /* a lost bet makes it again */
+	free(j->note_name);
+	j->note_name = NULL;
+	json_object_set_new(doc, "cypatch", json_string(CYPATCH_VERSION));
+	json_object_set_new(doc, "target_layout", json_string(j->o->layout));
+	json_object_set_new(doc, "relax_requires", json_boolean(j->res->metadata_changed));
+	for (i = 0; i < j->res->next; i++) {
+		const struct cp_repair_member *x = &j->res->ext[i];
+
+		json_array_append_new(files, json_pack("{s:s, s:s, s:b, s:I, s:b}", "path", x->path, "outcome",
+						       outcome_name(x->r.outcome), "fallback_stub", x->r.fallback,
+						       "references", (json_int_t)x->r.nchanged, "build_id_recomputed",
+						       x->r.build_id));
+	}
+	json_object_set_new(doc, "extensions", files);
+	files = json_array();
+	for (i = 0; i < j->res->nsources; i++)
+		json_array_append_new(files, json_string(j->res->sources[i]));
+	json_object_set_new(doc, "python_sources", files);
+	json_object_set_new(doc, "import_statements_rewritten", json_integer(j->res->statements));
+	json_object_set_new(doc, "import_lines_left", json_integer(j->res->left));
+	j->note = (uint8_t *)json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (!j->note || asprintf(&j->note_name, "%s/cypatch.json", j->w->dist_info) < 0)
+		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	j->note_len = strlen((char *)j->note);
+	return CP_OK;
+}
+
+/* RECORD for the new members and the note. */
+cp_status cp_repair_record(struct job *j, uint8_t **rec, size_t *rec_len)
+{
+	struct cp_record r; /* the input's stays: the settler reads it meanwhile */
+	cp_status st = cp_record_copy(&r, &j->w->record, j->err);
+	size_t i;
+
+	for (i = 0; !st && i < j->w->n; i++)
+		if (j->data[i] && i != j->w->record_at)
+			st = cp_record_set(&r, j->w->m[i].name, j->data[i], j->len[i], j->err);
+	if (!st)
+		st = cp_record_set(&r, j->note_name, j->note, j->note_len, j->err);
+	if (!st && !(*rec = (uint8_t *)cp_record_format(&r, rec_len)))
+		st = cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	cp_record_free(&r);
+	return st;
+}
+
+static void *settle(void *arg)
+{
+	struct job *j = arg;
+	struct settler *s = &j->s;
+	bool module;
+	size_t i;
+
+	for (i = 0; !s->st && i < j->w->n; i++) {
+		if (!j->bet[i])
+			continue;
+		s->st = cp_wheel_contains_in(j->w, s->z, i, "PyInit_", &module, &s->err);
+		j->lost[i] = !s->st && module;
+		s->lost |= j->lost[i];
+	}
+	return NULL;
+}
+
+static bool betting(const struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->w->n; i++)
+		if (j->bet[i])
+			return true;
+	return false;
+}
+
+/* The bets settled on a second thread, through its own libzip handle,
+ * while the extensions are patched and the archive written; with no second
+ * reader or thread, cp_repair_settle settles them itself. */
+static void start_settler(struct job *j)
+{
+	cp_error ignored;
+
+	if (!betting(j) || cp_wheel_reader(j->w, &j->s.z, &ignored))
+		return;
+	j->s.running = !cp_cleanup_thread(&j->s.thread, settle, j);
+	if (!j->s.running) {
+		zip_discard(j->s.z);
+		j->s.z = NULL;
+	}
+}
+
+cp_status cp_repair_settle(struct job *j, bool *lost, cp_error *err)
+{
+	if (j->s.running) {
+		pthread_join(j->s.thread, NULL);
+		zip_discard(j->s.z);
+		j->s.z = NULL;
+		j->s.running = false;
+	} else if (betting(j)) {
+		j->s.z = j->w->zip;
+		settle(j);
+		j->s.z = NULL;
+	}
+	*lost = j->s.lost;
+	if (j->s.st)
+		*err = j->s.err;
+	return j->s.st;
+}
+
+cp_status cp_repair_pay(struct job *j)
+{
+	cp_status st = CP_OK;
+	size_t i, k;
+
+	for (i = 0; !st && i < j->w->n; i++) {
+		j->bet[i] = false;
+		/* a member's result slot, by name: once per lost bet */
+		for (k = 0; j->lost[i] && k < j->res->next; k++)
+			if (!strcmp(j->res->ext[k].path, j->w->m[i].name))
+				st = patch_member(j, i, &j->res->ext[k]);
+		j->lost[i] = false;
+	}
+	j->s.lost = false;
+	return st;
+}
+
+bool cp_repair_untouched(const struct job *j)
+{
+	return !j->res->npatched && !j->res->metadata_changed && !j->res->nsources;
+}
+
+/* The names a file in the private directory can have, unpacked or
+ * written, and then the directory (cleanup_on_signal.h): a signal removes
+ * each, whether or not it exists by then, then the directory. The
+ * patcher's temporary beside out.so registers itself (write.c). */
+static const char *const scratch_names[] = { "in.so", "out.so", "changed.zip" };
+#define NSCRATCH (sizeof(scratch_names) / sizeof(scratch_names[0]))
+
+static void register_dir(struct job *j)
+{
+	char path[4200];
+	size_t i;
+
+	cp_cleanup_add(j->dir, true);
+	for (i = 0; i < NSCRATCH; i++) {
+		snprintf(path, sizeof(path), "%s/%s", j->dir, scratch_names[i]);
+		cp_cleanup_add(path, false);
+	}
+}
+
+static void unregister_dir(struct job *j)
+{
+	char path[4200];
+	size_t i;
+
+	if (!j->dir[0])
+		return;
+	for (i = 0; i < NSCRATCH; i++) {
+		snprintf(path, sizeof(path), "%s/%s", j->dir, scratch_names[i]);
+		cp_cleanup_remove(path);
+	}
+	cp_cleanup_remove(j->dir);
+}
+
+static void cleanup(struct job *j)
+{
+	cp_error ignored;
+	size_t i;
+	bool lost;
+
+	cp_repair_drop_output(j);
+	if (j->s.running)
+		cp_repair_settle(j, &lost, &ignored);
+	for (i = 0; j->w && i < j->w->n; i++)
+		free(j->data[i]);
+	free(j->data);
+	free(j->len);
+	free(j->bet);
+	free(j->lost);
+	free(j->group);
+	free(j->note);
+	free(j->note_name);
+	if (j->dir[0])
+		rmdir(j->dir);
+	unregister_dir(j);
+	cp_wheel_close(j->w);
+}
+
+static cp_status alloc_job(struct job *j)
+{
+	size_t n = j->w->n;
+
+	j->out.fd = -1;
+	j->data = calloc(n, sizeof(*j->data));
+	j->len = calloc(n, sizeof(*j->len));
+	j->bet = calloc(n, sizeof(*j->bet));
+	j->lost = calloc(n, sizeof(*j->lost));
+	j->group = calloc(n, sizeof(*j->group));
+	if (!j->data || !j->len || !j->bet || !j->lost || !j->group)
+		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s/.cypatch-XXXXXX", j->o->outdir) < sizeof(j->dir)) {
+		sigset_t old;
+		bool made;
+		int saved;
+
+		cp_cleanup_hold(&old); /* registered before a signal is taken */
+		made = mkdtemp(j->dir) != NULL;
+		saved = errno;
+		if (made)
+			register_dir(j);
+		cp_cleanup_release(&old);
+		if (!made) {
+			j->dir[0] = '\0';
+			return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->o->outdir, strerror(saved));
+		}
+	}
+	return CP_OK;
+}
+
+cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct cp_repair_opts *o,
+			  struct cp_repair_result *res, cp_error *err)
+{
+	struct job j;
+	char copy[4096];
+	cp_status st;
+
+	memset(&j, 0, sizeof(j));
+	memset(res, 0, sizeof(*res));
+	j.o = o;
+	j.rules = rules;
+	j.res = res;
+	j.err = err;
+	j.out.fd = -1;
+	snprintf(copy, sizeof(copy), "%s", wheel);
+	if ((size_t)snprintf(res->out, sizeof(res->out), "%s/%s", o->outdir, basename(copy)) >= sizeof(res->out))
+		return cp_fail(err, CP_E_USAGE, "%s: output path too long", wheel);
+	/* every shared object is unpacked below, and checked against RECORD then */
+	st = cp_wheel_open_deferring(wheel, is_shared_object, &j.w, err);
+	if (!st)
+		st = alloc_job(&j);
+	if (!st)
+		st = place_bets(&j);
+	if (!st && !o->keep_sources)
+		st = rewrite_sources(&j);
+	if (!st && o->relax_requires)
+		st = relax_metadata(&j);
+	if (!st) {
+		start_settler(&j);
+		st = cp_repair_start_output(&j);
+	}
+	if (!st)
+		st = patch_extensions(&j);
+	if (!st)
+		st = cp_repair_write(&j, wheel);
+	cleanup(&j);
+	return st;
+}
+
+void cp_repair_result_free(struct cp_repair_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < res->next; i++)
+		free(res->ext[i].path);
+	free(res->ext);
+	for (i = 0; i < res->nsources; i++)
+		free(res->sources[i]);
+	free(res->sources);
+	memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,142 @@
+/*
+ * requires.c - widening the cuda-python requirement (see requires.h).
+ */
+#include "repair/requires.h"
+#include "util/error.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BINDINGS_FIRST "12.6.1" /* rules/cuda-python.rules: bindings = cuda-python >= 12.6.1 */
+
+/* Whether name[0, n) is cuda-python or cuda-bindings, as PEP 503 compares. */
+static bool ours(const char *name, size_t n, bool *python)
+{
+	char norm[32];
+	size_t i;
+
+	if (n >= sizeof(norm))
+		return false;
+	for (i = 0; i < n; i++)
+		norm[i] = name[i] == '_' || name[i] == '.' ? '-' : (char)tolower((unsigned char)name[i]);
+	norm[n] = '\0';
+	*python = !strcmp(norm, "cuda-python");
+	return *python || !strcmp(norm, "cuda-bindings");
+}
+
+/* a < b, comparing the numeric components of two versions. */
+static bool older(const char *a, const char *b)
+{
+	while (*a || *b) {
+		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+
+		if (x != y)
+			return x < y;
+		if (*a != '.' || *b != '.')
+			return *b == '.' && *a != '.';
+		a++, b++;
+	}
+	return false;
+}
+
+/* Keeps one specifier (">=12.6.2", "<13.0a0") or not, for the layout. */
+static bool keep(const char *spec, const char *layout)
+{
+	while (isspace((unsigned char)*spec))
+		spec++;
+	if (!strncmp(spec, ">", 1) || !strncmp(spec, "~=", 2) || !strncmp(spec, "==", 2))
+		return false;
+	if (!strcmp(layout, "bindings") && *spec == '<')
+		return !older(spec + (spec[1] == '=' ? 2 : 1), BINDINGS_FIRST);
+	return true;
+}
+
+/* One Requires-Dist value, rewritten into o. */
+static size_t rewrite(const char *v, size_t n, const char *layout, bool python, char *o)
+{
+	const char *semi = memchr(v, ';', n), *end = semi ? semi : v + n, *p = v, *specs;
+	size_t w = 0, k;
+	bool first = true;
+
+	while (p < end && (isalnum((unsigned char)*p) || strchr("-_.", *p)))
+		p++;
+	if (p < end && *p == '[')
+		while (p < end && *p++ != ']')
+			;
+	memcpy(o, v, (size_t)(p - v));
+	w = (size_t)(p - v);
+	specs = p;
+	if (!strcmp(layout, "bindings") && python) {
+		w += (size_t)sprintf(o + w, ">=%s", BINDINGS_FIRST);
+		first = false;
+	}
+	while (specs < end) {
+		const char *comma = memchr(specs, ',', (size_t)(end - specs)), *stop = comma ? comma : end;
+		char spec[128];
+
+		k = (size_t)(stop - specs);
+		snprintf(spec, sizeof(spec), "%.*s", (int)(k < sizeof(spec) ? k : sizeof(spec) - 1), specs);
+		while (k && (isspace((unsigned char)spec[k - 1]) || spec[k - 1] == ')'))
+			spec[--k] = '\0';
+		if (spec[strspn(spec, " ()")] && keep(spec + strspn(spec, " ("), layout)) {
+			w += (size_t)sprintf(o + w, "%s%s", first ? "" : ",", spec + strspn(spec, " ("));
+			first = false;
+		}
+		specs = comma ? comma + 1 : end;
+	}
+	if (semi) {
+		memcpy(o + w, " ", 1);
+		memcpy(o + w + 1, semi, (size_t)(v + n - semi));
+		w += 1 + (size_t)(v + n - semi);
+	}
+	return w;
+}
+
+cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, char **out, size_t *outlen,
+			    bool *changed, cp_error *err)
+{
+	static const char key[] = "Requires-Dist:";
+	const char *p = meta, *end = meta + len;
+	char *o = malloc(2 * len + 64);
+	size_t w = 0;
+
+	if (!o)
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *stop = eol ? eol : end, *v, *name;
+		bool python;
+		size_t n;
+
+		if (p[0] == '\n' || (p[0] == '\r' && p + 1 < end && p[1] == '\n')) { /* the body */
+			memcpy(o + w, p, (size_t)(end - p));
+			w += (size_t)(end - p);
+			break;
+		}
+		v = p + sizeof(key) - 1;
+		while (v < stop && *v == ' ')
+			v++;
+		for (name = v, n = 0; name + n < stop && (isalnum((unsigned char)name[n]) || strchr("-_.", name[n])); n++)
+			;
+		if ((size_t)(stop - p) > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1) && ours(name, n, &python)) {
+			size_t vlen = (size_t)(stop - v) - (stop > v && stop[-1] == '\r');
+
+			memcpy(o + w, p, (size_t)(v - p));
+			w += (size_t)(v - p);
+			w += rewrite(v, vlen, layout, python, o + w);
+			if (stop[-1] == '\r')
+				o[w++] = '\r';
+		} else {
+			memcpy(o + w, p, (size_t)(stop - p));
+			w += (size_t)(stop - p);
+		}
+		if (eol)
+			o[w++] = '\n';
+		p = eol ? eol + 1 : end;
+	}
+	*out = o;
+	*outlen = w;
+	*changed = w != len || memcmp(o, meta, len) != 0;
+	return CP_OK;
+}

@@ -1,0 +1,444 @@
+/*
+ * reach.c - backward reaching values over a function's branches (see
+ * reach.h).
+ *
+ * The function is decoded linearly once (GCC and clang keep no data in
+ * .text). A state is "the value of register r right before instruction i";
+ * its predecessors are the instruction before i, unless that one ends its
+ * block (jmp, ret, ud2), and every direct jump to i. A jump to i from
+ * outside the function (a .cold part; a tail call, unless i is the
+ * function's first instruction, which one enters as a call does), a block
+ * nothing is seen
+ * to reach (a jump table's target; but padding nops after a return are no
+ * path at all), or a write to r other than a load of a RIP-relative
+ * address, a constant or a copy of another register makes the answer
+ * unknown.
+ */
+#include "scan/reach.h"
+#include "arch/x86_64/disasm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STATES (1u << 20) /* work per question, beyond which it is unknown */
+
+struct insn {
+	uint64_t addr;
+	uint16_t writes;   /* registers it writes (bit per 64-bit register) */
+	int8_t load_reg;   /* mov r64, [rip + x]: r, else -1 */
+	int8_t copy_dst, copy_src; /* mov r64, r64, else -1 */
+	int8_t imm_reg;    /* mov r, imm (32 or 64 bits), xor r, r: r, else -1 */
+	uint64_t imm;
+	bool ends;         /* jmp, ret, ud2, hlt: no fallthrough */
+	bool nop;          /* alignment padding, when nothing jumps to it */
+	bool moves_rsp;    /* writes rsp (push, pop, sub rsp, ...) */
+	int8_t spill_src;  /* mov [rsp + spill_disp], r64: r, else -1 */
+	int8_t fill_dst;   /* mov r64, [rsp + fill_disp]: r, else -1 */
+	int32_t spill_disp, fill_disp;
+	bool stack_write;  /* another write to [rsp + stack_disp, + stack_size) */
+	bool stack_lea;    /* lea r, [rsp + stack_disp]: that address is taken */
+	int32_t stack_disp;
+	uint8_t stack_size;
+	uint64_t load_addr;
+};
+
+#define NLOC 32            /* per instruction: 16 registers, then 16 stack slots */
+
+struct cp_reach {
+	const cp_image *img;
+	const struct cp_jump *jumps;
+	size_t njumps;
+	cp_dis dis;
+	uint64_t start, end;  /* the decoded function */
+	struct insn *in;
+	size_t n, cap;
+	uint8_t *seen;        /* n * NLOC states */
+	int32_t slot_disp[NLOC - 16]; /* the stack slots of the question asked */
+	size_t nslots;
+	size_t *stack;
+	size_t nstack, capstack;
+};
+
+static const int call_clobbers[] = { 0, 1, 2, 6, 7, 8, 9, 10, 11 };
+
+static int by_target(const void *a, const void *b)
+{
+	const struct cp_jump *x = a, *y = b;
+
+	return x->to < y->to ? -1 : x->to > y->to;
+}
+
+struct jumps_ctx {
+	struct cp_jump *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void on_jump(void *ctx, uint64_t from, uint64_t to)
+{
+	struct jumps_ctx *c = ctx;
+
+	if (CP_GROW(c->v, c->cap, c->n + 1)) {
+		c->oom = true;
+		return;
+	}
+	c->v[c->n].from = from;
+	c->v[c->n++].to = to;
+}
+
+cp_status cp_reach_jumps(const cp_image *img, struct cp_jump **out, size_t *n, cp_error *err)
+{
+	struct jumps_ctx c = { NULL, 0, 0, false };
+	struct cp_code_visitor v = { NULL, NULL, &c, on_jump, NULL };
+	cp_status st = cp_code_walk(img, 0, 0, &v, err);
+
+	if (!st && c.oom)
+		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	if (st) {
+		free(c.v);
+		return st;
+	}
+	if (c.n)
+		qsort(c.v, c.n, sizeof(*c.v), by_target);
+	*out = c.v;
+	*n = c.n;
+	return CP_OK;
+}
+
+cp_status cp_reach_open(const cp_image *img, const struct cp_jump *jumps, size_t njumps, cp_reach **out,
+			cp_error *err)
+{
+	cp_reach *r = calloc(1, sizeof(*r));
+	cp_status st;
+
+	if (!r)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	st = cp_dis_open(&r->dis, err);
+	if (st) {
+		free(r);
+		return st;
+	}
+	r->img = img;
+	r->jumps = jumps;
+	r->njumps = njumps;
+	*out = r;
+	return CP_OK;
+}
+
+void cp_reach_close(cp_reach *r)
+{
+	if (!r)
+		return;
+	cp_dis_close(&r->dis);
+	free(r->in);
+	free(r->seen);
+	free(r->stack);
+	free(r);
+}
+
+/* What an instruction does to [rsp + d]: spills and reloads of a 64-bit
+ * register, other writes, and addresses taken. */
+static void classify_stack(const cs_insn *ci, struct insn *o)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	uint8_t i;
+
+	for (i = 0; i < x->op_count; i++) {
+		const cs_x86_op *op = &x->operands[i];
+
+		if (op->type != X86_OP_MEM || op->mem.base != X86_REG_RSP || op->mem.segment != X86_REG_INVALID)
+			continue;
+		if (op->mem.index != X86_REG_INVALID || op->mem.disp < INT32_MIN || op->mem.disp > INT32_MAX) {
+			o->stack_write = true; /* anywhere in the frame */
+			o->stack_disp = INT32_MIN;
+			continue;
+		}
+		if (ci->id == X86_INS_LEA) {
+			o->stack_lea = true;
+			o->stack_disp = (int32_t)op->mem.disp;
+		} else if (ci->id == X86_INS_MOV && i == 0 && op->size == 8 && x->operands[1].type == X86_OP_REG &&
+			   x->operands[1].size == 8) {
+			o->spill_src = (int8_t)cp_reg64(x->operands[1].reg);
+			o->spill_disp = (int32_t)op->mem.disp;
+		} else if (ci->id == X86_INS_MOV && i == 1 && op->size == 8 && x->operands[0].type == X86_OP_REG &&
+			   x->operands[0].size == 8) {
+			o->fill_dst = (int8_t)cp_reg64(x->operands[0].reg);
+			o->fill_disp = (int32_t)op->mem.disp;
+		} else if (op->access & CS_AC_WRITE) {
+			o->stack_write = true;
+			o->stack_disp = (int32_t)op->mem.disp;
+			o->stack_size = op->size;
+		}
+	}
+}
+
+static void classify(cp_reach *r, const cs_insn *ci, struct insn *o)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	cs_regs rd, wr;
+	uint8_t nrd, nwr, i;
+
+	memset(o, 0, sizeof(*o));
+	o->addr = ci->address;
+	o->load_reg = o->copy_dst = o->copy_src = o->imm_reg = o->spill_src = o->fill_dst = -1;
+	o->nop = ci->id == X86_INS_NOP;
+	o->ends = ci->id == X86_INS_JMP || ci->id == X86_INS_RET || ci->id == X86_INS_UD2 || ci->id == X86_INS_HLT;
+	if (ci->id == X86_INS_CALL) {
+		for (i = 0; i < sizeof(call_clobbers) / sizeof(call_clobbers[0]); i++)
+			o->writes |= (uint16_t)(1u << call_clobbers[i]);
+		return;
+	}
+	if (cs_regs_access(r->dis.handle, ci, rd, &nrd, wr, &nwr) != CS_ERR_OK) {
+		o->writes = 0xffff;
+		return;
+	}
+	for (i = 0; i < nwr; i++) {
+		int k = cp_reg64((x86_reg)wr[i]);
+
+		if (k >= 0)
+			o->writes |= (uint16_t)(1u << k);
+	}
+	o->moves_rsp = (o->writes >> cp_reg64(X86_REG_RSP)) & 1;
+	classify_stack(ci, o);
+	if (x->op_count == 2 && x->operands[0].type == X86_OP_REG && x->operands[0].size >= 4 &&
+	    ((ci->id == X86_INS_MOV && x->operands[1].type == X86_OP_IMM) ||
+	     (ci->id == X86_INS_XOR && x->operands[1].type == X86_OP_REG && x->operands[1].reg == x->operands[0].reg))) {
+		o->imm_reg = (int8_t)cp_reg64(x->operands[0].reg);
+		o->imm = ci->id == X86_INS_XOR ? 0 : (uint64_t)x->operands[1].imm;
+		if (x->operands[0].size == 4)
+			o->imm &= 0xffffffffull; /* a 32-bit write clears the upper half */
+		return;
+	}
+	if (ci->id != X86_INS_MOV || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
+	    x->operands[0].size != 8)
+		return;
+	if (x->operands[1].type == X86_OP_MEM && x->operands[1].mem.base == X86_REG_RIP &&
+	    x->operands[1].mem.index == X86_REG_INVALID && x->operands[1].mem.segment == X86_REG_INVALID) {
+		o->load_reg = (int8_t)cp_reg64(x->operands[0].reg);
+		o->load_addr = ci->address + ci->size + (uint64_t)x->operands[1].mem.disp;
+	} else if (x->operands[1].type == X86_OP_REG && x->operands[1].size == 8) {
+		o->copy_dst = (int8_t)cp_reg64(x->operands[0].reg);
+		o->copy_src = (int8_t)cp_reg64(x->operands[1].reg);
+	}
+}
+
+/* Decodes the function [start, end) unless it is the one decoded last. */
+static cp_status decode(cp_reach *r, uint64_t start, uint64_t end, cp_error *err)
+{
+	const struct cp_section *s = cp_image_section_at(r->img, start);
+	const uint8_t *code;
+	size_t size;
+	uint64_t addr = start;
+
+	if (r->in && r->start == start && r->end == end)
+		return CP_OK;
+	r->n = 0;
+	r->start = r->end = 0;
+	if (!s || !cp_section_is_code(s) || end <= start || end - start > s->size - (start - s->addr))
+		return CP_OK;
+	code = cp_image_bytes(r->img, s->offset + (start - s->addr), end - start);
+	if (!code)
+		return CP_OK;
+	size = end - start;
+	while (size > 0) {
+		if (CP_GROW(r->in, r->cap, r->n + 1))
+			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
+		if (!cs_disasm_iter(r->dis.handle, &code, &size, &addr, r->dis.insn)) {
+			/* not code: nothing falls through it, nothing is known past it */
+			memset(&r->in[r->n], 0, sizeof(r->in[r->n]));
+			r->in[r->n].addr = addr;
+			r->in[r->n].writes = 0xffff;
+			r->in[r->n].load_reg = r->in[r->n].copy_dst = r->in[r->n].copy_src = r->in[r->n].imm_reg = -1;
+			r->in[r->n].spill_src = r->in[r->n].fill_dst = -1;
+			r->in[r->n].moves_rsp = true;
+			r->in[r->n++].ends = true;
+			code++;
+			size--;
+			addr++;
+			continue;
+		}
+		classify(r, r->dis.insn, &r->in[r->n++]);
+	}
+	free(r->seen);
+	r->seen = malloc(r->n ? r->n * NLOC : 1);
+	if (!r->seen)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
+	r->start = start;
+	r->end = end;
+	return CP_OK;
+}
+
+static long index_of(const cp_reach *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->in[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->n && r->in[lo].addr == addr ? (long)lo : -1;
+}
+
+/* Merges one path's answer into *acc; false once they disagree. */
+static bool merge(struct cp_reach_val *acc, bool *any, enum cp_reach_kind k, uint64_t v)
+{
+	if (k == CP_REACH_UNKNOWN)
+		return false;
+	if (*any && (acc->kind != k || acc->v != v))
+		return false;
+	*any = true;
+	acc->kind = k;
+	acc->v = v;
+	return true;
+}
+
+static bool push(cp_reach *r, size_t idx, int reg)
+{
+	size_t s = idx * NLOC + (size_t)reg;
+
+	if (r->seen[s])
+		return true;
+	r->seen[s] = 1;
+	if (CP_GROW(r->stack, r->capstack, r->nstack + 1))
+		return false;
+	r->stack[r->nstack++] = s;
+	return true;
+}
+
+/* The jumps to addr: [*first, *first + n) of r->jumps. */
+static size_t jumps_to(const cp_reach *r, uint64_t addr, size_t *first)
+{
+	size_t lo = 0, hi = r->njumps, n = 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->jumps[mid].to < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*first = lo;
+	while (lo + n < r->njumps && r->jumps[lo + n].to == addr)
+		n++;
+	return n;
+}
+
+/* The location (16 + i) of stack slot [rsp + d] in this question, or -1
+ * when its address is taken somewhere in the function (a call may write
+ * it then) or the question has too many slots. */
+static int slot_of(cp_reach *r, int32_t d)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++)
+		if (r->slot_disp[i] == d)
+			return (int)(16 + i);
+	for (i = 0; i < r->n; i++)
+		if (r->in[i].stack_lea && r->in[i].stack_disp <= d && (int64_t)d - r->in[i].stack_disp < 64)
+			return -1;
+	if (r->nslots == NLOC - 16)
+		return -1;
+	r->slot_disp[r->nslots] = d;
+	return (int)(16 + r->nslots++);
+}
+
+/* The stack slot loc (16 + i) right before instruction p + 1. */
+static bool step_slot(cp_reach *r, size_t idx, int loc)
+{
+	const struct insn *p = &r->in[idx - 1];
+	int32_t d = r->slot_disp[loc - 16];
+
+	if (p->moves_rsp)
+		return false;
+	if (p->spill_src >= 0 && p->spill_disp == d)
+		return push(r, idx - 1, p->spill_src);
+	if (p->stack_write && (p->stack_disp == INT32_MIN ||
+			       ((int64_t)p->stack_disp < (int64_t)d + 8 && (int64_t)d < (int64_t)p->stack_disp + p->stack_size)))
+		return false;
+	if (p->spill_src >= 0 && p->spill_disp < d + 8 && d < p->spill_disp + 8)
+		return false; /* a spill that overlaps it */
+	return push(r, idx - 1, loc);
+}
+
+/* One state's predecessors; false when the answer is unknown. */
+static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, bool *any)
+{
+	size_t first, nj, k;
+	bool reached = false;
+	int a;
+
+	nj = jumps_to(r, r->in[idx].addr, &first);
+	for (k = first; k < first + nj; k++) {
+		long j = r->jumps[k].from >= r->start && r->jumps[k].from < r->end ? index_of(r, r->jumps[k].from) : -1;
+
+		if (j < 0 && idx == 0 && reg < 16)
+			continue; /* a tail call: it enters with its arguments as a call does */
+		if (j < 0)
+			return false; /* from outside the function */
+		if (!push(r, (size_t)j, reg))
+			return false;
+		reached = true;
+	}
+	if (idx == 0) {
+		for (a = 0; a < 6 && cp_arg_regs[a] != reg; a++)
+			;
+		return a < 6 && merge(acc, any, CP_REACH_ARG, (uint64_t)a);
+	}
+	if (r->in[idx - 1].ends)
+		return reached || r->in[idx].nop; /* padding after a return: no path */
+	if (reg >= 16)
+		return step_slot(r, idx, reg);
+	{
+		const struct insn *p = &r->in[idx - 1];
+		int sl;
+
+		if (!(p->writes >> reg & 1))
+			return push(r, idx - 1, reg);
+		if (p->load_reg == reg)
+			return merge(acc, any, CP_REACH_SLOT, p->load_addr);
+		if (p->imm_reg == reg)
+			return merge(acc, any, CP_REACH_IMM, p->imm);
+		if (p->copy_dst == reg && p->copy_src >= 0)
+			return push(r, idx - 1, p->copy_src);
+		if (p->fill_dst == reg && (sl = slot_of(r, p->fill_disp)) >= 0)
+			return push(r, idx - 1, sl);
+		return false;
+	}
+}
+
+cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val *out, cp_error *err)
+{
+	uint64_t start, end;
+	struct cp_reach_val acc = { CP_REACH_UNKNOWN, 0 };
+	bool any = false, ok = true;
+	size_t states = 0;
+	long i;
+	cp_status st;
+
+	out->kind = CP_REACH_UNKNOWN;
+	out->v = 0;
+	if (reg < 0 || reg > 15 || !cp_image_function(r->img, at, &start, &end))
+		return CP_OK;
+	st = decode(r, start, end, err);
+	if (st)
+		return st;
+	if ((i = index_of(r, at)) < 0)
+		return CP_OK;
+	memset(r->seen, 0, r->n * NLOC);
+	r->nslots = 0;
+	r->nstack = 0;
+	ok = push(r, (size_t)i, reg);
+	while (ok && r->nstack) {
+		size_t s = r->stack[--r->nstack];
+
+		ok = ++states < MAX_STATES && step(r, s / NLOC, (int)(s % NLOC), &acc, &any);
+	}
+	if (ok && any)
+		*out = acc;
+	return CP_OK;
+}

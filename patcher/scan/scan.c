@@ -1,0 +1,400 @@
+/*
+ * scan.c - the scan: from a loaded image to its list of references.
+ *
+ * Order matters: the code walk comes first (the calls name the function
+ * that decodes a Cython 3.2+ blob, and literal tails count only where code
+ * points at them), then blobs, literals and their relocation sites, the
+ * import calls, and last the references inside blobs.
+ */
+#include "scan/scan.h"
+#include "util/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool cp_ref_is_live(const struct cp_ref *r)
+{
+	return r->nsites > 0 || r->loc.blob >= 0;
+}
+
+struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < s->nstrs; i++)
+		if (s->strs[i].va == va)
+			return &s->strs[i];
+	return NULL;
+}
+
+char *cp_strndup(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+const char *cp_ref_kind_name(enum cp_ref_kind k)
+{
+	static const char *const names[] = {
+		"cimport", "function", "variable", "type", "pyimport", "filename",
+		"signature", "string", "fromimport"
+	};
+
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+const char *cp_site_kind_name(enum cp_site_kind k)
+{
+	static const char *const names[] = { "code", "reloc", "table", "index" };
+
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err)
+{
+	struct cp_ref *r;
+
+	if (CP_GROW(s->refs, s->caprefs, s->nrefs + 1)) {
+		cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		return NULL;
+	}
+	r = &s->refs[s->nrefs++];
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->loc.blob = -1;
+	r->size = -1;
+	return r;
+}
+
+cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < r->nsites; i++)
+		if (r->sites[i].kind == site->kind && r->sites[i].addr == site->addr)
+			return CP_OK;
+	if (CP_GROW(r->sites, r->capsites, r->nsites + 1))
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	r->sites[r->nsites++] = *site;
+	return CP_OK;
+}
+
+cp_status cp_scan_note(cp_scan *s, cp_error *err, const char *fmt, ...)
+{
+	char buf[512], *copy;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	copy = strdup(buf);
+	if (!copy || CP_GROW(s->notes, s->capnotes, s->nnotes + 1)) {
+		free(copy);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	}
+	s->notes[s->nnotes++] = copy;
+	return CP_OK;
+}
+
+static bool has_table_site(const struct cp_string *str)
+{
+	size_t i;
+
+	for (i = 0; i < str->nsites; i++)
+		if (str->sites[i].kind == CP_SITE_TABLE)
+			return true;
+	return false;
+}
+
+static bool has_code_site(const struct cp_string *str)
+{
+	size_t i;
+
+	for (i = 0; i < str->nsites; i++)
+		if (str->sites[i].kind == CP_SITE_CODE)
+			return true;
+	return false;
+}
+
+/* The role of a literal: what the extension does with it. */
+static enum cp_ref_kind literal_kind(const cp_scan *s, const struct cp_string *str, bool exact)
+{
+	if (str->path_form)
+		return CP_K_FILENAME;
+	if (str->mangled)
+		return CP_K_SIGNATURE;
+	if (!exact)
+		return CP_K_STRING;
+	if (has_table_site(str))
+		return CP_K_PYIMPORT;
+	/* Cython 3.0 builds its string table in code (lea + immediates). */
+	if (s->cy_major == 3 && s->cy_minor == 0 && has_code_site(str) &&
+	    !(str->roles & (1u << CP_K_CIMPORT)))
+		return CP_K_PYIMPORT;
+	return CP_K_STRING;
+}
+
+static cp_status add_literal_ref(cp_scan *s, const struct cp_string *str, enum cp_ref_kind kind,
+				 cp_error *err)
+{
+	const char *value = (const char *)s->img->data + str->off;
+	struct cp_ref *r = cp_scan_add_ref(s, kind, err);
+	size_t i;
+
+	if (!r)
+		return err->code;
+	r->layout = str->layout;
+	r->value = cp_strndup(value, str->len);
+	r->module = str->package && r->value ? strdup(r->value) : strdup(str->module);
+	r->loc.section = str->section;
+	r->loc.vaddr = str->va;
+	r->loc.offset = str->off;
+	r->loc.length = str->len;
+	if (!r->module || !r->value)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	for (i = 0; i < str->nsites; i++)
+		if (cp_ref_add_site(r, &str->sites[i], err))
+			return err->code;
+	return CP_OK;
+}
+
+static cp_status literal_refs(cp_scan *s, cp_error *err)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < s->nstrs; i++) {
+		const struct cp_string *str = &s->strs[i];
+		enum cp_ref_kind kind = literal_kind(s, str, str->exact);
+
+		if (str->roles & (1u << CP_K_CIMPORT)) {
+			st = add_literal_ref(s, str, CP_K_CIMPORT, err);
+			if (st)
+				return st;
+			if (kind == CP_K_STRING)
+				continue;
+		}
+		st = add_literal_ref(s, str, kind, err);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}
+
+/*
+ * A literal that names a mapped module and that no instruction, relocation
+ * or table the scan reads points at is used some way the scan does not
+ * follow (gcc -mcmodel=large builds addresses from the GOT and 64-bit
+ * offsets): the scan cannot vouch for the module then. A file cypatch
+ * wrote (it has the .cypatch section) keeps the literals it moved, dead.
+ */
+static cp_status unreached_literals(cp_scan *s, cp_error *err)
+{
+	size_t i;
+
+	if (s->incomplete[0] || cp_image_section(s->img, ".cypatch"))
+		return CP_OK;
+	for (i = 0; i < s->nstrs; i++) {
+		const struct cp_string *str = &s->strs[i];
+
+		if (str->nsites)
+			continue;
+		snprintf(s->incomplete, sizeof(s->incomplete),
+			 "\"%.60s\" (%s %#llx) names %s, and nothing the scan reads points at it "
+			 "(code it cannot follow, such as gcc -mcmodel=large)",
+			 (const char *)s->img->data + str->off, str->section, (unsigned long long)str->va,
+			 str->module);
+		return cp_scan_note(s, err, "%s", s->incomplete);
+	}
+	return CP_OK;
+}
+
+static cp_status check_module(cp_scan *s, cp_error *err)
+{
+	size_t i;
+	bool init = false;
+
+	for (i = 0; i < s->img->nsym && !init; i++) {
+		init = s->img->sym[i].dynamic && s->img->sym[i].defined &&
+		       strncmp(s->img->sym[i].name, "PyInit_", 7) == 0;
+		if (init)
+			snprintf(s->modname, sizeof(s->modname), "%s", s->img->sym[i].name + 7);
+	}
+	/* no export, no module: a large library need not be searched */
+	if (init)
+		cp_cython_version(s);
+	if (!s->is_cython || !init)
+		return cp_fail(err, CP_E_INPUT,
+			       "%s: not a Cython extension module (%s)", s->path,
+			       !init ? "no PyInit_ function is exported"
+				     : "no _cython_X_Y_Z ABI name in its data");
+	return CP_OK;
+}
+
+bool cp_scan_is_module(const cp_image *img)
+{
+	cp_scan s;
+	cp_error err;
+
+	memset(&s, 0, sizeof(s));
+	s.img = img;
+	s.path = img->path;
+	return check_module(&s, &err) == CP_OK;
+}
+
+cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
+{
+	return cp_scan_run_skipping(img, rules, NULL, out, err);
+}
+
+/* One entry per search window of each section, each true (a needle may
+ * be there) until the string search finds it empty. */
+static bool alloc_windows(cp_scan *s, const cp_image *img)
+{
+	size_t i, n = 0;
+
+	s->window_at = calloc(img->nsec + 1, sizeof(*s->window_at));
+	if (!s->window_at)
+		return false;
+	for (i = 0; i < img->nsec; i++) {
+		s->window_at[i] = n;
+		n += (size_t)((img->sec[i].size + CP_SEARCH_WINDOW - 1) / CP_SEARCH_WINDOW);
+	}
+	s->window_at[img->nsec] = n;
+	s->nwindow_sec = img->nsec;
+	s->window_hit = malloc(n ? n : 1);
+	if (!s->window_hit)
+		return false;
+	memset(s->window_hit, true, n);
+	return true;
+}
+
+bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from)
+{
+	size_t k;
+
+	if (sec >= s->nwindow_sec)
+		return true;
+	k = s->window_at[sec] + (size_t)(from / CP_SEARCH_WINDOW);
+	return k >= s->window_at[sec + 1] || s->window_hit[k];
+}
+
+cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
+			       cp_scan **out, cp_error *err)
+{
+	cp_scan *s = calloc(1, sizeof(*s));
+	cp_status st;
+	size_t i;
+
+	*out = NULL;
+	if (!s || !(s->path = strdup(img->path)) || !alloc_windows(s, img)) {
+		if (s) {
+			free(s->path);
+			free(s->window_at);
+		}
+		free(s);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	}
+	s->skip = skip;
+	s->img = img;
+	s->rules = rules;
+	s->arch = "x86-64";
+	st = check_module(s, err);
+	if (!st)
+		st = cp_dis_open(&s->dis, err);
+	if (!st)
+		st = skip && skip->code ? cp_scan_code_from(s, skip->code, err) : cp_scan_code(s, err);
+	if (!st)
+		st = cp_scan_blobs(s, err);
+	if (!st)
+		st = cp_scan_strings(s, err);
+	if (!st)
+		st = cp_scan_relocs(s, err);
+	if (!st)
+		st = cp_scan_imports(s, err);
+	if (!st)
+		st = literal_refs(s, err);
+	if (!st)
+		st = cp_scan_blob_refs(s, err);
+	if (!st)
+		st = cp_scan_from_imports(s, err);
+	if (!st)
+		st = unreached_literals(s, err);
+	if (s->dis.insn)
+		cp_dis_close(&s->dis);
+	if (st) {
+		cp_scan_free(s);
+		return st;
+	}
+	for (i = 0; i < s->nrefs; i++)
+		if (s->refs[i].layout >= 0 && cp_ref_is_live(&s->refs[i]))
+			s->layouts_seen |= 1u << s->refs[i].layout;
+	s->fallback = img->fallback.present;
+	memcpy(s->fallback_layout, img->fallback.layout, sizeof(s->fallback_layout));
+	s->img = NULL;
+	*out = s;
+	return CP_OK;
+}
+
+size_t cp_scan_count(const cp_scan *s)
+{
+	return s->nrefs;
+}
+
+void cp_scan_free(cp_scan *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	free(s->window_hit);
+	free(s->window_at);
+	for (i = 0; i < s->nrefs; i++) {
+		struct cp_ref *r = &s->refs[i];
+
+		free(r->module);
+		free(r->value);
+		free(r->name);
+		free(r->signature);
+		free(r->class_name);
+		free(r->package);
+		free(r->pyslots);
+		free(r->sites);
+	}
+	for (i = 0; i < s->nblobs; i++) {
+		free(s->blobs[i].data);
+		free(s->blobs[i].entry);
+	}
+	for (i = 0; i < s->nstrs; i++)
+		free(s->strs[i].sites);
+	for (i = 0; i < s->nblocks; i++) {
+		free(s->blocks[i].module);
+		free(s->blocks[i].loads);
+	}
+	for (i = 0; i < s->nnotes; i++)
+		free(s->notes[i]);
+	for (i = 0; i < s->npynames; i++)
+		free(s->pynames[i]);
+	free(s->pynames);
+	for (i = 0; i < s->nnot_imported; i++)
+		free(s->not_imported[i]);
+	free(s->not_imported);
+	free(s->import_slots);
+	free(s->import_calls);
+	free(s->refs);
+	free(s->blobs);
+	free(s->strs);
+	free(s->calls);
+	free(s->xrefs);
+	free(s->blocks);
+	free(s->notes);
+	free(s->path);
+	free(s);
+}

@@ -1,0 +1,341 @@
+/*
+ * scan.h - what a scan finds, shared by the scanner's parts and reporters.
+ *
+ * A reference is one use of a mapped module's name that the extension will
+ * make at run time: the bytes that hold it (a literal in a section, or an
+ * entry of a Cython 3.2+ string blob) and every site that points at them.
+ */
+#ifndef CP_SCAN_H
+#define CP_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cython/blob.h"
+#include "arch/x86_64/disasm.h"
+#include "elf/image.h"
+#include "rules/rules.h"
+
+enum cp_ref_kind {
+	CP_K_CIMPORT,   /* provider module name passed to PyImport_ImportModule */
+	CP_K_FUNCTION,  /* cimported function: capsule name and signature */
+	CP_K_VARIABLE,  /* cimported module variable */
+	CP_K_TYPE,      /* cimported extension type */
+	CP_K_PYIMPORT,  /* Python-level import name in the string table */
+	CP_K_FILENAME,  /* __pyx_f entry naming the provider's .pxd */
+	CP_K_SIGNATURE, /* capsule signature carrying a mangled module path */
+	CP_K_STRING,    /* any other string naming a mapped module */
+	CP_K_FROMIMPORT /* `from P import N` where P.N is mapped: names P and N */
+};
+
+enum cp_site_kind {
+	CP_SITE_CODE,   /* an instruction's RIP-relative operand */
+	CP_SITE_RELOC,  /* a relocation whose addend is the string */
+	CP_SITE_TABLE,  /* a string-table entry (pointer and stored length) */
+	CP_SITE_INDEX   /* the blob's length index entry */
+};
+
+struct cp_site {
+	enum cp_site_kind kind;
+	uint64_t addr;      /* instruction, relocated word, or table entry */
+	uint64_t len_addr;  /* address of a stored length, or 0 */
+	char text[96];
+};
+
+/* Where the referenced bytes are. */
+struct cp_loc {
+	int blob;           /* index into cp_scan.blobs, or -1 for a literal */
+	const char *section;
+	uint64_t vaddr, offset, length; /* in the blob: offset into decoded data */
+};
+
+struct cp_ref {
+	enum cp_ref_kind kind;
+	int layout;         /* of the module referenced */
+	char *module;       /* mapped module (or layout-specific package) */
+	char *value;        /* the referenced string */
+	struct cp_loc loc;
+	struct cp_site *sites;
+	size_t nsites, capsites;
+	/* function and variable imports */
+	char *name, *signature;
+	uint64_t slot;
+	/* from-imports: the package imported from (name is the imported name),
+	 * and where the package's name lives (its sites are in `sites` too) */
+	char *package;
+	struct cp_loc package_loc;
+	bool same_string;   /* package and name are one string ("cuda") */
+	/* type imports */
+	char *class_name;
+	int64_t size;       /* -1 when not recovered */
+	/* Python-level imports (pyimport, fromimport): the slots the module's
+	 * imports load the package's name from (scan_names.c); pyslots_known
+	 * is false when they cannot be told */
+	uint64_t *pyslots;
+	size_t npyslots;
+	bool pyslots_known;
+};
+
+/* An absolute Python-level import: the call that makes it, and the slot
+ * the module's name is loaded from (scan_pyimports.c). */
+struct cp_import_call {
+	uint64_t call, slot;
+};
+
+/* One entry of a blob's length index. */
+struct cp_blob_entry {
+	uint64_t offset, length;
+	bool is_bytes;
+	uint64_t cell_insn; /* the instruction that wrote the cell */
+	uint64_t cell_va;   /* the template word it was copied from, or 0 */
+	bool folded;        /* no cell: the length is an immediate of a call */
+	uint64_t ptr_insn;  /* folded: the instruction that points at the entry's data */
+	uint64_t call_insn; /* folded: the call that reads it */
+	uint64_t import_call; /* import-signature constants: their module's PyImport_ImportModule call */
+	bool import_unsure;   /* loaded after an import, as another constant is, and which is its is not known */
+};
+
+struct cp_blob {
+	enum cp_blob_algo algo;
+	const char *section;
+	uint64_t vaddr, offset, stored_length; /* the (compressed) literal */
+	uint8_t *data;      /* decoded */
+	uint64_t length;
+	struct cp_blob_entry *entry;
+	size_t nentries, nstr;
+	unsigned str_bits, bytes_bits;  /* bit-field widths of the index */
+	uint64_t code;      /* the lea that loads the blob */
+	uint64_t func;      /* function that decodes it */
+};
+
+/* A literal string the scan looks at: a needle's occurrence. */
+struct cp_string {
+	uint64_t va, off, len;   /* the string from va to its NUL */
+	const char *section;
+	int layout;
+	const char *module;      /* the needle it holds (rules-owned) */
+	uint64_t needle_at;      /* va of the needle inside it */
+	bool exact;              /* the string is the needle, nothing more */
+	bool package;            /* the needle is a layout-specific package */
+	bool path_form;          /* "cuda/bindings/cydriver.pxd" */
+	bool mangled;            /* holds a mangled prefix */
+	struct cp_site *sites;
+	size_t nsites, capsites;
+	unsigned roles;          /* 1 << enum cp_ref_kind */
+};
+
+/* A RIP-relative reference into an allocated data section. */
+struct cp_xref {
+	uint64_t target, addr;
+};
+
+/* A call seen by the code walk, reduced to what the import passes need. */
+struct cp_scan_call {
+	uint64_t addr;
+	const char *name;
+	struct cp_val arg[6];
+};
+
+/* A load of a writable, non-GOT address: what it reads, and where. */
+struct cp_block_load {
+	uint64_t target, at;
+	bool clean;    /* reached from the import with no call, jmp or ret between (scan_code.c) */
+};
+
+struct cp_import_block {
+	uint64_t call;           /* PyImport_ImportModule call address */
+	char *module;
+	struct cp_block_load *loads; /* the loads the walk met after it */
+	size_t nloads, caploads;
+};
+
+struct cp_scan {
+	char *path;
+	char cython[32];         /* "3.3.1", or "" when not found */
+	int cy_major, cy_minor, cy_patch;
+	bool is_cython;
+	char modname[128];       /* from PyInit_<name> */
+	const char *arch;
+	const cp_rules *rules;
+	const cp_image *img;     /* valid during cp_scan_run only */
+	struct cp_ref *refs;
+	size_t nrefs, caprefs;
+	struct cp_blob *blobs;
+	size_t nblobs, capblobs;
+	struct cp_string *strs;
+	size_t nstrs, capstrs;
+	struct cp_scan_call *calls;
+	size_t ncalls, capcalls;
+	struct cp_xref *xrefs;     /* RIP-relative references into data, by target */
+	size_t nxrefs, capxrefs;
+	cp_dis dis;                /* for describing sites */
+	struct cp_import_block *blocks;
+	size_t nblocks, capblocks;
+	char **pynames;          /* the module's Python-level names (string table or blob) */
+	size_t npynames;
+	/* the slots whose string objects Python-level imports pass as the
+	 * module's name (scan_pyimports.c), and those names (scan_names.c);
+	 * import_names_unknown says why they are not all known, or "" */
+	uint64_t *import_slots;
+	size_t nimport_slots, capimport_slots;
+	struct cp_import_call *import_calls;
+	size_t nimport_calls, capimport_calls;
+	char **not_imported;     /* packages of name pairs shown not imported */
+	size_t nnot_imported;
+	char import_names_unknown[128];
+	char **notes;            /* what the scan could not settle */
+	/* why the scan cannot vouch that it saw every reference (a string
+	 * blob it could not recover), or "": nothing may be patched or passed
+	 * as needing nothing then (patch.c) */
+	char incomplete[256];
+	/* the module (Cython 3.3's shared utility module, --shared) whose
+	 * import helpers make this module's Python-level imports, or "": the
+	 * fallback stub cannot see those calls */
+	char shared_import[128];
+	size_t nnotes, capnotes;
+	unsigned layouts_seen;   /* bit per layout */
+	bool fallback;           /* fallback stubs injected by cypatch */
+	char fallback_layout[2][32]; /* built against, accepted besides */
+	/* per section, per CP_SEARCH_WINDOW of it: whether a needle begins
+	 * there (before any filter); section i's first at window_at[i] */
+	bool *window_hit;
+	size_t *window_at;       /* nwindow_sec + 1 entries */
+	size_t nwindow_sec;
+	const struct cp_scan_skip *skip; /* windows the string search passes over, or NULL */
+};
+
+/* The longest needle, in bytes with its NUL: how far a needle that
+ * begins in a window may reach past it. */
+#define CP_NEEDLE_MAX 512
+
+/* What the check knows of the output from the input's scan (emit/rescan.c):
+ * which windows of a section the string search may pass over (they hold no
+ * needle), and, when code is not NULL, a scan of an image whose code walk
+ * finds what this one's would (the same code, sections, function starts
+ * and names): its findings are taken instead of walking again. */
+struct cp_scan_skip {
+	bool (*window)(const void *ctx, size_t sec, uint64_t from, uint64_t to);
+	const void *ctx;
+	const struct cp_scan *code;
+};
+
+/* As cp_scan_run, but the string search passes over the windows skip
+ * names. */
+cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
+			       cp_scan **out, cp_error *err);
+
+/* Whether the scan found a needle beginning in the window of section sec
+ * that holds offset `from` (true when it did not search there). */
+bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from);
+
+/* Whether img is a Cython extension module (exports PyInit_, names a
+ * Cython ABI): what cp_scan_run refuses first when it is not. */
+bool cp_scan_is_module(const cp_image *img);
+
+/* scan_strings.c: literals holding a mapped name, outside blobs. */
+cp_status cp_scan_strings(cp_scan *s, cp_error *err);
+
+/* scan_code.c: the code walk: sites of strings, calls, import blocks. */
+cp_status cp_scan_code(cp_scan *s, cp_error *err);
+
+/* scan_code.c: the code walk's findings taken from `from`, a scan of an
+ * image with the same code (struct cp_scan_skip); the module names of the
+ * import blocks are read from s's image. The calls' names point into
+ * from's image, which must outlive s. */
+cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, cp_error *err);
+
+/* scan_code.c: references from relocations (tables of pointers). */
+cp_status cp_scan_relocs(cp_scan *s, cp_error *err);
+
+/* scan_imports.c: classifies calls into cimport/function/variable/type. */
+cp_status cp_scan_imports(cp_scan *s, cp_error *err);
+
+/* scan_blob.c: finds, decodes and splits a Cython 3.2+ string blob. */
+cp_status cp_scan_blobs(cp_scan *s, cp_error *err);
+
+/* scan_blob.c: each (signature, name) of an import-signature constant
+ * (N signatures, an empty one repeating the one before, then N names,
+ * NUL-separated: Cython 3.2+'s imports and exports), passed to fn until it
+ * returns false; false when the bytes are not such a constant. */
+bool cp_blob_sigconst_pairs(const uint8_t *d, uint64_t len,
+			    bool (*fn)(void *ctx, const char *sig, const char *name), void *ctx);
+
+/* scan_blob.c: references inside the blobs (Python-level names, function
+ * and variable imports). */
+cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);
+
+/* scan_pyimports.c: the slots Python-level imports load the module's name
+ * from (s->import_slots), or why not all are known. */
+cp_status cp_scan_import_names(cp_scan *s, cp_error *err);
+
+/* scan_pyimports.c: whether slot is one an import loads its name from. */
+bool cp_scan_is_import_slot(const cp_scan *s, uint64_t slot);
+
+/* scan_pyimports.c: whether `name` is a CPython import entry point. */
+bool cp_scan_is_import_call(const char *name);
+
+/* scan_pyimports.c: whether an import by C string names exactly `name`. */
+bool cp_scan_imports_cstring(const cp_scan *s, const char *name, size_t len);
+
+/* scan_names.c: `from P import N` of mapped modules, from the module's
+ * Python-level names (string table or blob). */
+cp_status cp_scan_from_imports(cp_scan *s, cp_error *err);
+
+/* scan_names.c: whether the module's Python-level names fit `from P import
+ * N` for the mapped module P.N (both P and N are names), with P's length in
+ * *pkglen; reported or not (`from cuda import cuda` is not when a name
+ * begins with "cuda.", nor when "P.N" is a name itself). */
+bool cp_scan_from_candidate(const cp_scan *s, const char *module, size_t *pkglen);
+
+/* scan_names.c: whether `name` is one of the module's Python-level names. */
+bool cp_scan_has_pyname(const cp_scan *s, const char *name, size_t len);
+
+/* cython.c: the Cython version from the ABI module name. */
+void cp_cython_version(cp_scan *s);
+
+/* scan_code.c: the code references to exactly va, as [*first, *first+n). */
+size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first);
+
+/* scan_code.c: the length a Cython string-table entry stores right after
+ * its pointer at `where`, for a string of len bytes (with the NUL): 8 bytes
+ * (0.29, 3.0: Py_ssize_t) or 2 (3.1: unsigned short). Returns the width and
+ * sets *at to its address, or returns 0 when the entry holds no such length. */
+unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t where, uint64_t len,
+			      uint64_t *at);
+
+/* scan_code.c: whether va lies in writable data (not code): where a
+ * string object's slot or a cimported function's slot can be. */
+bool cp_scan_is_data_slot(const cp_scan *s, uint64_t va);
+
+/* scan_code.c: a code site for the instruction at addr. */
+void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site);
+
+/* scan_imports.c: the slot a cimported function or variable binds to, from
+ * the symbol table (0 when the file is stripped). */
+uint64_t cp_scan_slot_symbol(const cp_scan *s, const char *module, const char *name, bool var);
+
+/* scan_imports.c: adds a function or variable import reference. */
+cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
+			     const char *sig, uint64_t slot, const struct cp_loc *loc,
+			     const uint64_t *site_addrs, size_t nsites, cp_error *err);
+
+/* scan.c: whether something points at the reference (a moved name leaves
+ * its old literal behind, with no site: dead bytes, not a reference). */
+bool cp_ref_is_live(const struct cp_ref *r);
+
+/* scan.c: helpers shared by the parts. */
+struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va);
+struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err);
+cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err);
+cp_status cp_scan_note(cp_scan *s, cp_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+char *cp_strndup(const char *s, size_t n);
+bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len);
+const char *cp_ref_kind_name(enum cp_ref_kind k);
+const char *cp_site_kind_name(enum cp_site_kind k);
+
+/* Looks `v` up among the needles: layout of an exact module or package name. */
+int cp_scan_name_layout(const cp_scan *s, const char *v, const char **module);
+
+/* A capsule signature's mangled module, if it carries one. */
+int cp_scan_signature_layout(const cp_scan *s, const char *sig, const char **module);
+
+#endif

@@ -1,0 +1,1283 @@
+/*
+ * scan_blob.c - Cython 3.2+ string blobs: finding, decoding, splitting.
+ *
+ * Cython 3.2+ decodes its blob in one function (the module's constant
+ * initialisation, often inlined into its exec function), which is the one
+ * that calls PyUnicode_DecodeUTF8 on slices of it. The slices' lengths sit
+ * in a local bit-field array (3.3: one for str and one for bytes constants)
+ * read by an indexed load [rsp + i*4 + base]. The evaluator recovers those
+ * arrays; a fit is a choice of array(s), counts (loop bounds, found among
+ * the function's cmp immediates) and bit widths whose lengths add up to the
+ * decoded length of a blob the function loads: a zlib, bz2 or zstd stream,
+ * an LZSS stream whose length is an immediate there, or a plain literal.
+ */
+#include "scan/scan.h"
+#include "util/error.h"
+#include "arch/x86_64/frame_eval.h"
+#include "util/names.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BLOB (64u << 20)
+#define MAX_ENTRIES (1u << 20)
+
+struct cand {
+	uint64_t va;        /* a .rodata array (clang keeps the index there), or 0 */
+	int64_t base;       /* else the frame array's offset */
+	uint64_t n, sum;
+	unsigned bits;      /* the field width */
+	unsigned read_bits; /* the width the cells are known to */
+	bool exact;         /* the count is a loop bound as compared */
+};
+
+struct cands {
+	struct cand *v;
+	size_t n, cap;
+};
+
+struct stream {
+	enum cp_blob_algo algo;
+	uint64_t va, length, consumed;
+	uint64_t code;
+};
+
+struct fit {
+	struct cand arr[2];
+	int narr;
+	const struct cp_frame_arglen *tail; /* entries folded into calls */
+	size_t ntail;
+	struct stream blob;
+};
+
+static unsigned bit_length(uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v) {
+		n++;
+		v >>= 1;
+	}
+	return n;
+}
+
+/* The lengths in this array's first n cells. A cell is read to the widest
+ * width at which all n are known: exactly the field width where code stores
+ * the bit-fields with and/or (the bits above are the stack's), the whole
+ * word where it copies a template (whose upper bits are zero). Cython sizes
+ * the field by the largest length, which gives the width reported. */
+/* Cell i of a candidate array: from the frame as code built it, or from
+ * the file for a .rodata array (whose bits are all known). */
+static bool cand_cell(const cp_image *img, const struct cp_frame *f, const struct cand *c,
+		      size_t i, unsigned bits, uint32_t *out)
+{
+	const uint8_t *p;
+	uint32_t v;
+
+	if (!c->va)
+		return cp_frame_cell(f, c->base, i, bits, out);
+	p = cp_image_va_bytes(img, c->va + 4 * i, 4);
+	if (!p)
+		return false;
+	memcpy(&v, p, 4);
+	*out = bits >= 32 ? v : v & ((1u << bits) - 1);
+	return true;
+}
+
+/* A .rodata array: all its bits are known, so the whole words are read
+ * once (read cell by cell at every width, a mutated module took seconds). */
+static bool rodata_fits(const cp_image *img, uint64_t va, uint64_t n, struct cand *c)
+{
+	const uint8_t *p = cp_image_va_bytes(img, va, 4 * n);
+	uint64_t i, sum = 0, max = 0;
+	uint32_t v;
+
+	if (!p)
+		return false;
+	for (i = 0; i < n; i++) {
+		memcpy(&v, p + 4 * i, 4);
+		sum += v;
+		if (v > max)
+			max = v;
+	}
+	c->n = n;
+	c->sum = sum;
+	c->read_bits = 32;
+	c->bits = bit_length(max);
+	/* a .rodata array holds bit-fields: nothing above their width */
+	return max && max < (1ull << 16);
+}
+
+static bool cells_fit(const cp_image *img, const struct cp_frame *f, uint64_t va, int64_t base,
+		      uint64_t n, struct cand *c)
+{
+	unsigned w;
+
+	c->va = va;
+	c->base = base;
+	if (va)
+		return rodata_fits(img, va, n, c);
+	for (w = 32; w >= 1; w--) {
+		uint64_t i, sum = 0, max = 0;
+		uint32_t v;
+
+		for (i = 0; i < n; i++) {
+			if (!cand_cell(img, f, c, (size_t)i, w, &v))
+				break;
+			sum += v;
+			if (v > max)
+				max = v;
+		}
+		if (i < n)
+			continue;
+		if (!max)
+			return false;
+		c->n = n;
+		c->sum = sum;
+		c->read_bits = w;
+		c->bits = bit_length(max);
+		return true;
+	}
+	return false;
+}
+
+static int push_cand(struct cands *cs, const struct cand *c)
+{
+	if (CP_GROW(cs->v, cs->cap, cs->n + 1))
+		return -1;
+	cs->v[cs->n++] = *c;
+	return 0;
+}
+
+static bool seen_base(const struct cp_frame *f, size_t upto, int64_t base)
+{
+	size_t i;
+
+	for (i = 0; i < upto; i++)
+		if (f->loads[i].scale == 4 && f->loads[i].base == base)
+			return true;
+	return false;
+}
+
+/* The counts a loop bound allows: n and n + 1 (`i <= n - 1`), and the
+ * length of a second loop [x, y). */
+static size_t counts(const struct cp_frame *f, uint64_t *out, bool *exact, size_t max)
+{
+	size_t j, k, n = 0;
+
+	for (j = 0; j < f->ncmps && n + 2 <= max; j++) {
+		exact[n] = true;
+		out[n++] = f->cmps[j];
+		exact[n] = false;
+		out[n++] = f->cmps[j] + 1;
+		for (k = 0; k < f->ncmps && n < max; k++)
+			if (f->cmps[j] > f->cmps[k]) {
+				exact[n] = false;
+				out[n++] = f->cmps[j] - f->cmps[k];
+			}
+	}
+	return n;
+}
+
+static int try_counts(const cp_image *img, const struct cp_frame *f, uint64_t va, int64_t base,
+		      const uint64_t *ns, const bool *exact, size_t nn, struct cands *cs)
+{
+	size_t j;
+
+	for (j = 0; j < nn; j++) {
+		struct cand c;
+
+		if (ns[j] == 0 || ns[j] > MAX_ENTRIES)
+			continue;
+		if (!cells_fit(img, f, va, base, ns[j], &c))
+			continue;
+		c.exact = exact[j];
+		if (push_cand(cs, &c))
+			return -1;
+	}
+	return 0;
+}
+
+/* Candidates: every indexed frame array, and every .rodata array the
+ * function loads, with every count its loop bounds allow. */
+static int build_cands(const cp_image *img, const struct cp_frame *f, struct cands *cs)
+{
+	uint64_t ns[512];
+	bool exact[512];
+	size_t nn = counts(f, ns, exact, sizeof(ns) / sizeof(ns[0])), i;
+
+	for (i = 0; i < f->nloads; i++)
+		if (f->loads[i].scale == 4 && !seen_base(f, i, f->loads[i].base) &&
+		    try_counts(img, f, 0, f->loads[i].base, ns, exact, nn, cs))
+			return -1;
+	for (i = 0; i < f->nleas; i++)
+		if (f->leas[i] % 4 == 0 && try_counts(img, f, f->leas[i], 0, ns, exact, nn, cs))
+			return -1;
+	return 0;
+}
+
+
+static enum cp_blob_algo magic_algo(const uint8_t *p, size_t n)
+{
+	if (n >= 2 && (p[0] & 0x0f) == 8 && ((p[0] << 8) | p[1]) % 31 == 0)
+		return CP_BLOB_ZLIB;
+	if (n >= 4 && memcmp(p, "BZh", 3) == 0 && p[3] >= '1' && p[3] <= '9')
+		return CP_BLOB_BZ2;
+	if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd)
+		return CP_BLOB_ZSTD;
+	return CP_BLOB_NONE;
+}
+
+static uint64_t rodata_avail(const cp_image *img, uint64_t va)
+{
+	const struct cp_section *sec = cp_image_section_at(img, va);
+
+	if (!sec || !cp_section_is_rodata(sec))
+		return 0;
+	return sec->addr + sec->size - va;
+}
+
+/* Compressed streams (zlib, bz2, zstd) the function loads, with their sizes. */
+static int find_streams(const cp_image *img, const struct cp_frame *f,
+			struct stream **out, size_t *n)
+{
+	size_t i, cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < f->nleas; i++) {
+		uint64_t avail = rodata_avail(img, f->leas[i]);
+		const uint8_t *p = avail ? cp_image_va_bytes(img, f->leas[i], avail) : NULL;
+		enum cp_blob_algo algo = p ? magic_algo(p, avail) : CP_BLOB_NONE;
+		size_t used = 0;
+		long long len;
+
+		if (algo == CP_BLOB_NONE)
+			continue;
+		len = cp_blob_decoded_size(algo, p, avail, MAX_BLOB, &used);
+		if (len <= 0)
+			continue;
+		if (CP_GROW(*out, cap, *n + 1))
+			return -1;
+		(*out)[*n].algo = algo;
+		(*out)[*n].va = f->leas[i];
+		(*out)[*n].length = (uint64_t)len;
+		(*out)[*n].consumed = used;
+		(*out)[*n].code = f->lea_insn[i];
+		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * The blobs of exactly `len` decoded bytes that the function loads, one per
+ * call: *it starts at 0 and is advanced past the candidate returned. In
+ * order: decoded streams, then LZSS streams (3.3+; both lengths must be
+ * immediates of the function), then plain literals ending in a NUL there.
+ */
+static bool next_blob(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
+		      size_t nst, uint64_t len, size_t *it, struct stream *out)
+{
+	bool lzss = (s->cy_major > 3 || s->cy_minor >= 3) &&
+		    (cp_frame_has_imm(f, len) || cp_frame_has_imm(f, len - 1)) && len <= MAX_BLOB;
+
+	for (; *it < nst; (*it)++)
+		if (st[*it].length == len) {
+			*out = st[(*it)++];
+			return true;
+		}
+	for (; *it < nst + f->nleas; (*it)++) {
+		size_t i = *it - nst;
+		uint64_t avail = rodata_avail(s->img, f->leas[i]);
+		const uint8_t *p = avail ? cp_image_va_bytes(s->img, f->leas[i], avail) : NULL;
+		uint8_t *tmp;
+		size_t used = 0;
+		int rc;
+
+		if (!lzss || !p || !(tmp = malloc(len)))
+			continue;
+		rc = cp_blob_decode(CP_BLOB_LZSS, p, avail, tmp, len, &used);
+		free(tmp);
+		if (rc == 0 && cp_frame_has_imm(f, used)) {
+			out->algo = CP_BLOB_LZSS;
+			out->va = f->leas[i];
+			out->length = len;
+			out->consumed = used;
+			out->code = f->lea_insn[i];
+			(*it)++;
+			return true;
+		}
+	}
+	for (; *it < nst + 2 * f->nleas; (*it)++) {
+		size_t i = *it - nst - f->nleas;
+		uint64_t avail = rodata_avail(s->img, f->leas[i]);
+		const uint8_t *p = avail > len ? cp_image_va_bytes(s->img, f->leas[i], avail) : NULL;
+
+		/* 3.3 keeps it in a static array, which the x86-64 ABI aligns to 16 */
+		bool aligned = (s->cy_major == 3 && s->cy_minor < 3) || f->leas[i] % 16 == 0;
+
+		if (p && p[len] == 0 && p[0] != 0 && aligned) {
+			out->algo = CP_BLOB_NONE;
+			out->va = f->leas[i];
+			out->length = len;
+			out->consumed = len + 1;
+			out->code = f->lea_insn[i];
+			(*it)++;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool utf8_valid(const uint8_t *p, uint64_t n)
+{
+	uint64_t i = 0;
+
+	while (i < n) {
+		unsigned c = p[i], k, need;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			need = 1;
+		else if (c >= 0xe0 && c <= 0xef)
+			need = 2;
+		else if (c >= 0xf0 && c <= 0xf4)
+			need = 3;
+		else
+			return false;
+		if (n - i <= need)
+			return false;
+		for (k = 1; k <= need; k++)
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+		i += need + 1;
+	}
+	return true;
+}
+
+/* An import-signature constant's shape (see parse_sigconst): N signatures,
+ * then N identifiers, NUL-separated; a bytes constant, never a str one. */
+static bool sig_shaped(const uint8_t *p, uint64_t n)
+{
+	uint64_t i, start = 0;
+	size_t pieces = 1, k = 0;
+
+	for (i = 0; i < n; i++)
+		pieces += p[i] == 0;
+	if (pieces < 2 || pieces % 2 || !n || p[0] == 0)
+		return false;
+	for (i = 0; i <= n; i++) {
+		if (i < n && p[i] != 0)
+			continue;
+		if (k < pieces / 2 ? memchr(p + start, '\n', (size_t)(i - start)) != NULL
+				   : !cp_is_identifier((const char *)p + start, (size_t)(i - start)))
+			return false;
+		k++;
+		start = i + 1;
+	}
+	return true;
+}
+
+/* Whether an entry can be a str constant. Cython encodes each one to UTF-8
+ * (Code.py, generate_pystring_constants), so it is valid UTF-8; it may hold
+ * a NUL (a '\0' literal: cuda-core 1.2.2's _linker has "\0" as its first
+ * str constant), but never in the shape of an import-signature constant.
+ * In a plain literal a NUL inside a str entry is still refused: there it is
+ * more likely a fit running across unrelated C strings than a '\0'. */
+static bool str_entry_ok(const uint8_t *p, uint64_t n, bool nul_ok)
+{
+	if (!utf8_valid(p, n))
+		return false;
+	if (!memchr(p, 0, (size_t)n))
+		return true;
+	return nul_ok && !sig_shaped(p, n);
+}
+
+/* 3.2 keeps str and bytes lengths in one array, read by two loops: str
+ * entries up to the smaller bound, bytes entries from there to the array's
+ * end. When the bytes loop was folded into calls (a tail), the array holds
+ * str entries only. Otherwise the str bound is the largest loop bound in the
+ * array's upper half below which every entry can be a str constant
+ * (str_entry_ok; modules have far fewer bytes constants than str ones).
+ * Both loops compare in one form, that of the array's own count (`exact`:
+ * `i < n` as compared, else `i <= n - 1` unoptimised), and a bound in that
+ * form is taken first: a bytes constant that is valid UTF-8 (cuda-core
+ * 0.4.2's cuda_utils has b" " right after its str constants) would
+ * otherwise let the str bound run one past its `i < n` as `n + 1`. */
+static void split_single(const struct cp_frame *f, struct cp_blob *b, size_t narr, bool tail,
+			 bool nul_ok, bool exact)
+{
+	size_t j, k, best = narr;
+	bool found = false;
+	int pass;
+
+	for (pass = 0; !tail && !found && pass < 2; pass++)
+		for (j = 0; j < 2 * f->ncmps; j++) {
+			/* the bound as compared: `i < n`, or `i <= n - 1` unoptimised */
+			size_t cand = (size_t)f->cmps[j / 2] + j % 2;
+			bool ok = cand > narr / 2 && cand < narr && (!found || cand > best) &&
+				  (pass == 1 || (j % 2 == 0) == exact);
+
+			for (k = 0; ok && k < cand; k++)
+				ok = str_entry_ok(b->data + b->entry[k].offset, b->entry[k].length, nul_ok);
+			if (ok) {
+				best = cand;
+				found = true;
+			}
+		}
+	b->nstr = best;
+	for (j = 0; j < narr; j++)
+		b->entry[j].is_bytes = j >= best;
+}
+
+/* Whether the module's own name is among the str constants. Cython keeps
+ * it there only when something Python-visible needs it (`__module__` of a
+ * class or function): cuda-core 1.2.2's _resource_handles, all cdef
+ * functions, has none. The name is the fully qualified one (`pkg.sub.mod`),
+ * while s->modname comes from PyInit_<mod> and is only its last part: a
+ * module inside a package matches an entry that ends in "." followed by it. */
+static bool names_module(const cp_scan *s, const struct cp_blob *b)
+{
+	size_t k, n = strlen(s->modname);
+
+	if (!n)
+		return true;
+	for (k = 0; k < b->nstr; k++) {
+		const uint8_t *d = b->data + b->entry[k].offset;
+		uint64_t len = b->entry[k].length;
+
+		if (len < n || memcmp(d + len - n, s->modname, n))
+			continue;
+		if (len == n || d[len - n - 1] == '.')
+			return true;
+	}
+	return false;
+}
+
+/* Reads the lengths of a fit's entries and decodes its blob into b;
+ * false when the fit does not hold (sum, decoding, UTF-8 of str entries).
+ * *named tells whether its str constants hold the module's name: a fit on
+ * a decoded stream (whose decoded length the lengths add up to) holds
+ * without it, one on a plain literal that merely ends in a NUL does not. */
+static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fit *fit,
+		     struct cp_blob *b, bool *named)
+{
+	const uint8_t *src = cp_image_va_bytes(s->img, fit->blob.va, fit->blob.consumed);
+	size_t used = 0, total = 0, k = 0;
+	uint64_t pos = 0, i;
+	int a;
+
+	memset(b, 0, sizeof(*b));
+	for (a = 0; a < fit->narr; a++)
+		total += fit->arr[a].n;
+	total += fit->ntail;
+	if (!src || !total)
+		return false;
+	b->data = malloc(fit->blob.length ? fit->blob.length : 1);
+	b->entry = calloc(total, sizeof(*b->entry));
+	if (!b->data || !b->entry ||
+	    cp_blob_decode(fit->blob.algo, src, fit->blob.consumed, b->data, fit->blob.length, &used))
+		goto bad;
+	for (a = 0; a < fit->narr; a++) {
+		for (i = 0; i < fit->arr[a].n; i++, k++) {
+			struct cp_blob_entry *e = &b->entry[k];
+			uint32_t len;
+
+			if (!cand_cell(s->img, f, &fit->arr[a], (size_t)i, fit->arr[a].read_bits, &len) ||
+			    len > fit->blob.length - pos)
+				goto bad;
+			e->offset = pos;
+			e->length = len;
+			if (fit->arr[a].va) {
+				e->cell_va = fit->arr[a].va + 4 * i;
+			} else if (cp_frame_src_at(f, fit->arr[a].base, (size_t)i)) {
+				e->cell_insn = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->insn;
+				e->cell_va = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->va;
+			}
+			e->is_bytes = fit->narr == 2 && a == 1;
+			pos += len;
+		}
+	}
+	for (i = 0; i < fit->ntail; i++, k++) {
+		struct cp_blob_entry *e = &b->entry[k];
+
+		if (fit->tail[i].len > fit->blob.length - pos)
+			goto bad;
+		e->offset = pos;
+		e->length = fit->tail[i].len;
+		e->is_bytes = fit->tail[i].is_bytes;
+		e->cell_insn = fit->tail[i].set;
+		e->ptr_insn = fit->tail[i].ptr_set;
+		e->call_insn = fit->tail[i].insn;
+		e->folded = true;
+		pos += e->length;
+	}
+	/* every module has a few dozen constants: refuse degenerate fits */
+	if (pos != fit->blob.length || total < 4 || pos < 32)
+		goto bad;
+	b->nentries = total;
+	if (fit->narr == 2 || s->cy_major > 3 || s->cy_minor >= 3)
+		b->nstr = fit->arr[0].n; /* 3.3: the str array, then bytes ones */
+	else
+		split_single(f, b, (size_t)fit->arr[0].n, fit->ntail > 0, fit->blob.algo != CP_BLOB_NONE,
+			     fit->arr[0].exact);
+	/* str constants are valid UTF-8 (str_entry_ok) */
+	for (k = 0; k < b->nstr; k++)
+		if (!str_entry_ok(b->data + b->entry[k].offset, b->entry[k].length,
+				  fit->blob.algo != CP_BLOB_NONE))
+			goto bad;
+	*named = names_module(s, b);
+	if (!*named && fit->blob.algo == CP_BLOB_NONE)
+		goto bad;
+	b->algo = fit->blob.algo;
+	b->vaddr = fit->blob.va;
+	b->stored_length = fit->blob.consumed;
+	b->length = fit->blob.length;
+	b->str_bits = fit->arr[0].bits;
+	b->bytes_bits = fit->narr == 2 ? fit->arr[1].bits : fit->arr[0].bits;
+	b->code = fit->blob.code;
+	return true;
+bad:
+	free(b->data);
+	free(b->entry);
+	memset(b, 0, sizeof(*b));
+	return false;
+}
+
+/* How much a fit says (load_fit's result on top: a fit whose str constants
+ * name the module beats any that does not): a decoded stream beats an LZSS stream whose lengths
+ * are immediates, which beats a plain literal that merely ends in a NUL;
+ * then two arrays (3.3) over one, then a fit whose entry count is a loop
+ * bound too, then one whose arrays' counts are loop bounds as compared,
+ * then the fit that explains more entries and more bytes. */
+static uint64_t score(const struct cp_frame *f, const struct fit *fit, uint64_t len)
+{
+	uint64_t rank = fit->blob.algo == CP_BLOB_NONE ? 1 : fit->blob.algo == CP_BLOB_LZSS ? 2 : 3;
+	uint64_t n = fit->ntail;
+	int a;
+
+	for (a = 0; a < fit->narr; a++)
+		n += fit->arr[a].n;
+	if (n > 0xfffff)
+		n = 0xfffff;
+	if (len > 0xffffff)
+		len = 0xffffff;
+	return rank << 60 | (uint64_t)(fit->narr == 2) << 59 | (uint64_t)cp_frame_has_imm(f, n) << 58 |
+	       (uint64_t)(fit->arr[0].exact && (fit->narr < 2 || fit->arr[1].exact)) << 57 |
+	       n << 24 | len;
+}
+
+static void consider(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
+		     size_t nst, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
+{
+	struct cp_blob b;
+	uint64_t len = 0;
+	size_t it = 0;
+	const uint64_t named_bit = 1ull << 62;
+	uint64_t sc;
+	bool named;
+	int a;
+
+	for (a = 0; a < fit->narr; a++)
+		len += fit->arr[a].sum;
+	for (a = 0; a < (int)fit->ntail; a++)
+		len += fit->tail[a].len;
+	while (next_blob(s, f, st, nst, len, &it, &fit->blob)) {
+		sc = score(f, fit, len);
+		if ((sc | named_bit) <= *best_score || !load_fit(s, f, fit, &b, &named))
+			continue;
+		if (named)
+			sc |= named_bit;
+		if (sc <= *best_score) {
+			free(b.data);
+			free(b.entry);
+			continue;
+		}
+		free(best->data);
+		free(best->entry);
+		*best = b;
+		*best_score = sc;
+	}
+}
+
+/* The constant-length decoding calls: entries whose loop the compiler
+ * folded into calls (GCC: a one-entry loop; clang: the whole bytes loop,
+ * unrolled). */
+static size_t folded_calls(const struct cp_frame *f, struct cp_frame_arglen *out, size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < f->narglens && n < max; i++)
+		if (f->arglens[i].len)
+			out[n++] = f->arglens[i];
+	return n;
+}
+
+/* A fit as it is, and with each run of consecutive folded calls appended. */
+static void consider_tails(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
+			   size_t nst, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
+{
+	struct cp_frame_arglen calls[16];
+	size_t n = folded_calls(f, calls, 16), from, k;
+
+	fit->tail = NULL;
+	fit->ntail = 0;
+	consider(s, f, st, nst, fit, best, best_score);
+	for (from = 0; from < n; from++)
+		for (k = 1; from + k <= n; k++) {
+			fit->tail = calls + from;
+			fit->ntail = k;
+			consider(s, f, st, nst, fit, best, best_score);
+		}
+}
+
+/* Tries every fit of one function, keeping the best: two arrays (3.3) and
+ * one (3.2). */
+static bool search(const cp_scan *s, const struct cp_frame *f, const struct cands *cs,
+		   const struct stream *st, size_t nst, struct cp_blob *best)
+{
+	uint64_t best_score = 0;
+	struct fit fit;
+	size_t i, j;
+
+	memset(best, 0, sizeof(*best));
+	memset(&fit, 0, sizeof(fit));
+	if (s->cy_major > 3 || s->cy_minor >= 3) {
+		fit.narr = 2;
+		for (i = 0; i < cs->n; i++)
+			for (j = 0; j < cs->n; j++) {
+				if (cs->v[i].base == cs->v[j].base && cs->v[i].va == cs->v[j].va)
+					continue;
+				fit.arr[0] = cs->v[i];
+				fit.arr[1] = cs->v[j];
+				consider_tails(s, f, st, nst, &fit, best, &best_score);
+			}
+	}
+	fit.narr = 1;
+	for (i = 0; i < cs->n; i++) {
+		fit.arr[0] = cs->v[i];
+		consider_tails(s, f, st, nst, &fit, best, &best_score);
+	}
+	return best_score > 0;
+}
+
+static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, cp_error *err)
+{
+	struct cp_frame f;
+	struct cands cs = { NULL, 0, 0 };
+	struct stream *st = NULL;
+	size_t nst = 0;
+	struct cp_blob b;
+	const struct cp_section *sec;
+	cp_status rc = cp_frame_eval(s->img, start, end, &f, err);
+
+	if (rc)
+		return rc;
+	if (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &nst)) {
+		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	} else if (search(s, &f, &cs, st, nst, &b)) {
+		b.func = start;
+		sec = cp_image_section_at(s->img, b.vaddr);
+		b.section = sec ? sec->name : "?";
+		b.offset = sec ? sec->offset + (b.vaddr - sec->addr) : 0;
+		if (CP_GROW(s->blobs, s->capblobs, s->nblobs + 1)) {
+			free(b.data);
+			free(b.entry);
+			rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		} else {
+			s->blobs[s->nblobs++] = b;
+		}
+	}
+	free(cs.v);
+	free(st);
+	cp_frame_free(&f);
+	return rc;
+}
+
+cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
+{
+	uint64_t done[16];
+	size_t ndone = 0, i, k;
+
+	if (s->cy_major < 3 || (s->cy_major == 3 && s->cy_minor < 2))
+		return CP_OK;
+	for (i = 0; i < s->ncalls; i++) {
+		uint64_t start, end;
+		cp_status st;
+
+		if (!s->calls[i].name || strcmp(s->calls[i].name, "PyUnicode_DecodeUTF8") != 0 ||
+		    !cp_image_function(s->img, s->calls[i].addr, &start, &end))
+			continue;
+		for (k = 0; k < ndone && done[k] != start; k++)
+			;
+		if (k < ndone || ndone == sizeof(done) / sizeof(done[0]))
+			continue;
+		done[ndone++] = start;
+		st = scan_function(s, start, end, err);
+		if (st)
+			return st;
+	}
+	if (!s->nblobs) {
+		snprintf(s->incomplete, sizeof(s->incomplete), "Cython %s module whose string blob was not "
+			 "recovered; the names inside it cannot be seen", s->cython);
+		return cp_scan_note(s, err, "Cython %s module: no string blob was recovered; "
+				    "names inside it are not reported", s->cython);
+	}
+	return CP_OK;
+}
+
+bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len)
+{
+	size_t i;
+
+	for (i = 0; i < s->nblobs; i++)
+		if (va >= s->blobs[i].vaddr && va + len <= s->blobs[i].vaddr + s->blobs[i].stored_length)
+			return true;
+	return false;
+}
+
+/* An import-signature constant: N signatures (an empty one repeats the one
+ * before), then N names, NUL-separated, no NUL at the end. */
+struct sigconst {
+	size_t entry;
+	char **piece;
+	size_t npiece;
+};
+
+static void free_sigconst(struct sigconst *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->npiece; i++)
+		free(c->piece[i]);
+	free(c->piece);
+}
+
+static bool parse_sigconst(const uint8_t *d, uint64_t len, struct sigconst *c)
+{
+	uint64_t i, start = 0;
+	size_t n = 1, k, half;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < len; i++)
+		n += d[i] == 0;
+	if (n < 2 || n % 2 || !len || d[0] == 0)
+		return false;
+	c->piece = calloc(n, sizeof(char *));
+	if (!c->piece)
+		return false;
+	for (i = 0; i <= len; i++) {
+		if (i < len && d[i] != 0)
+			continue;
+		c->piece[c->npiece] = cp_strndup((const char *)d + start, (size_t)(i - start));
+		if (!c->piece[c->npiece++])
+			goto bad;
+		start = i + 1;
+	}
+	half = n / 2;
+	for (k = half; k < n; k++)
+		if (!cp_is_identifier(c->piece[k], strlen(c->piece[k])))
+			goto bad;
+	for (k = 0; k < half; k++)
+		if (strchr(c->piece[k], '\n'))
+			goto bad;
+	return true;
+bad:
+	free_sigconst(c);
+	return false;
+}
+
+bool cp_blob_sigconst_pairs(const uint8_t *d, uint64_t len,
+			    bool (*fn)(void *ctx, const char *sig, const char *name), void *ctx)
+{
+	struct sigconst c;
+	const char *sig = NULL;
+	size_t k, half;
+	bool ok = true;
+
+	if (!parse_sigconst(d, len, &c))
+		return false;
+	half = c.npiece / 2;
+	for (k = 0; ok && k < half; k++) {
+		if (c.piece[k][0])
+			sig = c.piece[k];
+		ok = sig && fn(ctx, sig, c.piece[half + k]);
+	}
+	free_sigconst(&c);
+	return ok;
+}
+
+/* The load the walk met first after the block's import (nearest after
+ * its call), when it falls through from the import to it; else NULL. */
+static const struct cp_block_load *first_load(const struct cp_import_block *b)
+{
+	const struct cp_block_load *first = NULL;
+	size_t j;
+
+	for (j = 0; j < b->nloads; j++)
+		if (b->loads[j].at > b->call && (!first || b->loads[j].at < first->at))
+			first = &b->loads[j];
+	return first && first->clean ? first : NULL;
+}
+
+/*
+ * Cython 3.2+ loads the constant from the module's string table right after
+ * importing the provider: string_tab + 8 * entry. One import has one
+ * constant. A block holds every load the walk met after its import, which
+ * can run on into code after later imports, and into code laid out after
+ * the import that runs elsewhere (GCC puts a provider's export function,
+ * which loads the module's own export-list constant, after the import
+ * code). So a constant is tied to the block whose first load reads it;
+ * a constant no first load reads is only loosely the block's whose import
+ * comes nearest before a load of it (limited-API builds import "types" just
+ * before, and load other slots of the table later), among the blocks whose
+ * first load reads no other constant: that block's constant is known. When
+ * two loose constants would go to one block, which is its constant is not
+ * known from the code as walked, and neither is given it (unsure).
+ */
+struct tie {
+	const struct cp_import_block *blk; /* NULL: no import's, or unsure */
+	bool first;                        /* blk's first load reads it */
+	bool unsure;                       /* an import's, but which is not known */
+};
+
+static bool decompressor_import(const cp_scan *s, const struct cp_import_block *b);
+
+/* Whether block b's first load reads the slot of one of the constants. */
+static bool owned(const struct cp_import_block *b, uint64_t base, const struct sigconst *c, size_t nc)
+{
+	const struct cp_block_load *f = first_load(b);
+	size_t m;
+
+	for (m = 0; f && m < nc; m++)
+		if (f->target == base + 8 * c[m].entry)
+			return true;
+	return false;
+}
+
+static const struct cp_import_block *first_reader(const cp_scan *s, uint64_t want)
+{
+	size_t i;
+
+	for (i = 0; i < s->nblocks; i++) {
+		const struct cp_block_load *f = first_load(&s->blocks[i]);
+
+		if (!decompressor_import(s, &s->blocks[i]) && f && f->target == want)
+			return &s->blocks[i];
+	}
+	return NULL;
+}
+
+static const struct cp_import_block *nearest_reader(const cp_scan *s, uint64_t base, const struct sigconst *c,
+						    size_t nc, uint64_t want)
+{
+	const struct cp_import_block *best = NULL;
+	uint64_t best_gap = UINT64_MAX;
+	size_t i, j;
+
+	for (i = 0; i < s->nblocks; i++) {
+		const struct cp_import_block *b = &s->blocks[i];
+
+		if (decompressor_import(s, b) || owned(b, base, c, nc))
+			continue;
+		for (j = 0; j < b->nloads; j++) {
+			const struct cp_block_load *l = &b->loads[j];
+			uint64_t gap = l->at > b->call ? l->at - b->call : UINT64_MAX - 1;
+
+			if (l->clean && l->target == want && gap < best_gap) {
+				best = b;
+				best_gap = gap;
+			}
+		}
+	}
+	return best;
+}
+
+/* The tie of every constant (t: nc of them) for a string table at base. */
+static void tie_all(const cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc, struct tie *t)
+{
+	size_t m, j;
+
+	for (m = 0; m < nc; m++) {
+		t[m].blk = first_reader(s, base + 8 * c[m].entry);
+		t[m].first = t[m].blk != NULL;
+		t[m].unsure = false;
+		if (!t[m].blk)
+			t[m].blk = nearest_reader(s, base, c, nc, base + 8 * c[m].entry);
+	}
+	for (m = 0; m < nc; m++)
+		for (j = m + 1; j < nc; j++)
+			if (t[m].blk && !t[m].first && !t[j].first && t[j].blk == t[m].blk)
+				t[m].unsure = t[j].unsure = true;
+	for (m = 0; m < nc; m++)
+		if (t[m].unsure)
+			t[m].blk = NULL;
+}
+
+/* How well a table address fits: constants whose slot is the first load
+ * after an import count before those some later load reads. */
+static size_t fit(const cp_scan *s, uint64_t base, const struct sigconst *c, size_t nc, struct tie *t)
+{
+	size_t score = 0, m;
+
+	tie_all(s, base, c, nc, t);
+	for (m = 0; m < nc; m++)
+		if (t[m].blk)
+			score += t[m].first ? nc + 1 : 1;
+	return score;
+}
+
+/* The import __Pyx_DecompressString makes (zlib, bz2, compression.zstd) to
+ * decode a blob, inlined into the function that decodes it: the loads after
+ * it read the module state, never an import-signature constant (in
+ * cuda-bindings 12.9.10's driver, the base that mapped a constant onto one
+ * of them gave 19 functions to "zlib"). */
+static bool decompressor_import(const cp_scan *s, const struct cp_import_block *b)
+{
+	size_t i;
+
+	for (i = 0; b->module && i < s->nblobs; i++) {
+		const char *m = s->blobs[i].algo == CP_BLOB_ZLIB  ? "zlib"
+				: s->blobs[i].algo == CP_BLOB_BZ2  ? "bz2"
+				: s->blobs[i].algo == CP_BLOB_ZSTD ? "compression.zstd"
+								   : NULL;
+		uint64_t start, end;
+
+		if (m && !strcmp(b->module, m) && cp_image_function(s->img, s->blobs[i].func, &start, &end) &&
+		    b->call >= start && b->call < end)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the function that decodes the blob takes the address `base`
+ * (lea): its loops store string i at string_tab + 8 * i, so GCC and clang
+ * materialise the table's address there, unless it is reached through a
+ * module-state pointer. */
+static bool decoder_takes(const cp_scan *s, const struct cp_blob *b, uint64_t base)
+{
+	uint64_t start, end;
+	size_t first, n, i;
+
+	if (!cp_image_function(s->img, b->func, &start, &end))
+		return false;
+	n = cp_scan_xrefs_to(s, base, &first);
+	for (i = first; i < first + n; i++)
+		if (s->xrefs[i].addr >= start && s->xrefs[i].addr < end)
+			return true;
+	return false;
+}
+
+/* The table's address: the one base that maps the constants best onto
+ * loads of import blocks, a base the decoding function takes before any
+ * other. Scores alone can tie: cuda-core 0.4.2's cuda_utils holds three
+ * signature constants, two of them for its exports (never loaded after an
+ * import), and the base that maps the variable-export constant onto the
+ * first load after the inlined `import zlib` scored as much as the table's. */
+static uint64_t solve_table_base(const cp_scan *s, const struct cp_blob *b,
+				 const struct sigconst *c, size_t nc, struct tie *t)
+{
+	uint64_t best = 0;
+	size_t bestscore = 0, i, j, k;
+	bool best_taken = false;
+
+	for (i = 0; i < s->nblocks; i++)
+		for (j = 0; j < s->blocks[i].nloads && !decompressor_import(s, &s->blocks[i]); j++)
+			for (k = 0; k < nc; k++) {
+				uint64_t base = s->blocks[i].loads[j].target - 8 * c[k].entry;
+				size_t score = fit(s, base, c, nc, t);
+				bool taken;
+
+				if (!score || (best_taken && score <= bestscore) || base == best)
+					continue;
+				taken = decoder_takes(s, b, base);
+				if ((taken && !best_taken) || (taken == best_taken && score > bestscore)) {
+					bestscore = score;
+					best = base;
+					best_taken = taken;
+				}
+			}
+	return best;
+}
+
+/* Cython's helpers that make Python-level imports: imported from another
+ * module (a shared utility module), they make the imports there. */
+static void note_shared_import(cp_scan *s, const struct sigconst *c, const struct cp_import_block *blk)
+{
+	size_t k;
+
+	for (k = c->npiece / 2; k < c->npiece && !s->shared_import[0]; k++)
+		if (!strncmp(c->piece[k], "__Pyx_Import", 12) || !strncmp(c->piece[k], "__Pyx__Import", 13))
+			snprintf(s->shared_import, sizeof(s->shared_import), "%s",
+				 blk && blk->module ? blk->module : "another module");
+}
+
+/*
+ * A mapped module's import (a cimport) whose constant no load right after
+ * it reads, while a constant is tied to no import: which functions come
+ * from which module is then a guess (module state reads the string table
+ * through a register), and the scan says it cannot vouch for them.
+ */
+static cp_status check_ties(cp_scan *s, const struct tie *t, size_t nc, cp_error *err)
+{
+	size_t i, k;
+	bool loose = false;
+	const char *mm;
+
+	for (k = 0; k < nc && !loose; k++)
+		loose = !t[k].first;
+	for (i = 0; loose && i < s->nblocks && !s->incomplete[0]; i++) {
+		bool has = false;
+
+		if (!s->blocks[i].module || cp_scan_name_layout(s, s->blocks[i].module, &mm) < 0)
+			continue;
+		for (k = 0; k < nc && !has; k++)
+			has = t[k].blk == &s->blocks[i] && t[k].first;
+		if (has)
+			continue;
+		snprintf(s->incomplete, sizeof(s->incomplete), "no import-signature constant is read right after "
+			 "the import of %s, so which cimported functions are its is not known", s->blocks[i].module);
+		return cp_scan_note(s, err, "%s", s->incomplete);
+	}
+	return CP_OK;
+}
+
+/* The last address stored at frame offset off between two calls, when it
+ * is a writable one. */
+static bool slot_store(const cp_scan *s, const struct cp_frame *f, int64_t off, uint64_t after, uint64_t before,
+		       uint64_t *va)
+{
+	size_t i;
+	bool have = false;
+	uint64_t v = 0;
+
+	for (i = 0; i < f->nastores; i++)
+		if (f->astores[i].off == off && f->astores[i].insn > after && f->astores[i].insn < before) {
+			v = f->astores[i].va;
+			have = true;
+		}
+	if (!have || !cp_scan_is_data_slot(s, v))
+		return false;
+	if (va)
+		*va = v;
+	return true;
+}
+
+/*
+ * Where a tied constant's names bind, when no symbol says (a stripped
+ * module): Cython 3.2+ passes `{&slot_0, ..., &slot_n-1, NULL}`, a local
+ * array it builds right after the import, in the order of the names. The
+ * slots are the one run of n consecutive 8-byte frame stores of writable
+ * addresses made between this import and the next one; none when there is
+ * not exactly one such run.
+ */
+static cp_status pointer_slots(cp_scan *s, const struct cp_import_block *blk, size_t n, uint64_t *slots,
+			       bool *found, cp_error *err)
+{
+	uint64_t start, end, next = UINT64_MAX, *run;
+	struct cp_frame f;
+	size_t i, k, runs = 0;
+	cp_status st;
+
+	*found = false;
+	if (!blk || !n || !cp_image_function(s->img, blk->call, &start, &end))
+		return CP_OK;
+	for (i = 0; i < s->nblocks; i++)
+		if (s->blocks[i].call > blk->call && s->blocks[i].call < next)
+			next = s->blocks[i].call;
+	run = malloc((n + 1) * sizeof(*run));
+	if (!run)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	st = cp_frame_eval(s->img, start, end, &f, err);
+	if (st) {
+		free(run);
+		return st;
+	}
+	for (i = 0; i < f.nastores; i++) {
+		const struct cp_frame_astore *a = &f.astores[i];
+		size_t m = 0;
+
+		/* the first of a run: nothing slot-like stored right before it */
+		if (a->insn <= blk->call || a->insn >= next || slot_store(s, &f, a->off - 8, blk->call, next, NULL))
+			continue;
+		for (k = 0; k <= n && slot_store(s, &f, a->off + 8 * (int64_t)k, blk->call, next, &run[m]); k++)
+			m++;
+		if (m != n)
+			continue;
+		if (runs++ == 0)
+			memcpy(slots, run, n * sizeof(*slots));
+		else if (memcmp(slots, run, n * sizeof(*slots)))
+			runs = 2;
+	}
+	cp_frame_free(&f);
+	free(run);
+	*found = runs == 1;
+	return CP_OK;
+}
+
+static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c, const struct tie *t,
+			       cp_error *err)
+{
+	const struct cp_import_block *blk = t->blk;
+	struct cp_blob *b = &s->blobs[bi];
+	struct cp_blob_entry *e = &b->entry[c->entry];
+	size_t half = c->npiece / 2, k;
+	const char *sig = NULL;
+	struct cp_loc loc = { (int)bi, b->section, 0, e->offset, e->length };
+	uint64_t sites[2] = { b->code, e->cell_insn };
+	cp_status st;
+
+	uint64_t *ptrs = calloc(half ? half : 1, sizeof(*ptrs));
+	bool have_ptrs = false;
+
+	if (!ptrs)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	if (blk)
+		e->import_call = blk->call;
+	e->import_unsure = t->unsure;
+	note_shared_import(s, c, blk);
+	st = pointer_slots(s, blk, half, ptrs, &have_ptrs, err);
+	for (k = 0; !st && k < half; k++) {
+		const char *module = blk ? blk->module : NULL;
+		const char *mm;
+		uint64_t slot;
+
+		if (*c->piece[k])
+			sig = c->piece[k];
+		if (!module && cp_scan_signature_layout(s, sig, &mm) >= 0)
+			module = mm;
+		slot = module ? cp_scan_slot_symbol(s, module, c->piece[half + k], !strchr(sig, '(')) : 0;
+		if (!slot && module && have_ptrs)
+			slot = ptrs[k];
+		st = cp_scan_add_import(s, module, c->piece[half + k], sig, slot, &loc, sites, e->cell_insn ? 2 : 1,
+					err);
+	}
+	free(ptrs);
+	return st;
+}
+
+static cp_status add_blob_ref(cp_scan *s, size_t bi, size_t k, enum cp_ref_kind kind,
+			      const char *module, int layout, const char *value, cp_error *err)
+{
+	const struct cp_blob *b = &s->blobs[bi];
+	const struct cp_blob_entry *e = &b->entry[k];
+	struct cp_ref *r = cp_scan_add_ref(s, kind, err);
+	struct cp_site site;
+
+	if (!r)
+		return err->code;
+	r->layout = layout;
+	r->module = strdup(module);
+	r->value = strdup(value);
+	r->loc.blob = (int)bi;
+	r->loc.section = b->section;
+	r->loc.offset = e->offset;
+	r->loc.length = e->length;
+	if (!r->module || !r->value)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	memset(&site, 0, sizeof(site));
+	site.kind = CP_SITE_INDEX;
+	site.addr = e->cell_insn;
+	site.len_addr = e->cell_va;
+	snprintf(site.text, sizeof(site.text), "length index entry %zu (%u-bit field, %s)", k,
+		 e->is_bytes ? b->bytes_bits : b->str_bits,
+		 e->cell_va ? "copied from a .rodata template" : "an immediate in code");
+	if (cp_ref_add_site(r, &site, err))
+		return err->code;
+	cp_scan_code_site(s, b->code, &site);
+	return cp_ref_add_site(r, &site, err);
+}
+
+/* The layout of a mapped module named inside text (on name boundaries, as
+ * the string search has them), with the module in *module; -1 if none. */
+static int prose_layout(const cp_scan *s, const char *text, size_t n, const char **module)
+{
+	size_t i, len;
+	int k;
+
+	for (i = 0; i < s->rules->nmod; i++)
+		for (k = 0; k < 2; k++) {
+			const char *m = s->rules->mod[i].name[k], *p = text, *hit;
+
+			len = strlen(m);
+			while ((hit = memmem(p, n - (size_t)(p - text), m, len)) != NULL) {
+				if (cp_name_on_boundary(text, n, (size_t)(hit - text), len)) {
+					*module = m;
+					return s->rules->mod[i].layout[k];
+				}
+				p = hit + 1;
+			}
+		}
+	return -1;
+}
+
+static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
+{
+	struct cp_blob *b = &s->blobs[bi];
+	struct sigconst *consts = NULL;
+	struct tie *ties = NULL;
+	size_t nc = 0, cap = 0, k;
+	uint64_t base;
+	cp_status st = CP_OK;
+
+	for (k = 0; !st && k < b->nentries; k++) {
+		const struct cp_blob_entry *e = &b->entry[k];
+		char *v = cp_strndup((const char *)b->data + e->offset, e->length);
+		const char *module;
+		int lay;
+
+		if (!v)
+			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		if (!e->is_bytes && (lay = cp_scan_name_layout(s, v, &module)) >= 0)
+			st = add_blob_ref(s, bi, k, CP_K_PYIMPORT, module, lay, v, err);
+		else if (e->is_bytes && (lay = cp_scan_signature_layout(s, v, &module)) >= 0)
+			st = add_blob_ref(s, bi, k, CP_K_SIGNATURE, module, lay, v, err);
+		else if (!e->is_bytes && (lay = prose_layout(s, v, strlen(v), &module)) >= 0)
+			/* any other text naming a module: rewritten as literals are */
+			st = add_blob_ref(s, bi, k, CP_K_STRING, module, lay, v, err);
+		if (!st && e->is_bytes) {
+			if (CP_GROW(consts, cap, nc + 1)) {
+				st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+			} else if (parse_sigconst(b->data + e->offset, e->length, &consts[nc])) {
+				consts[nc++].entry = k;
+			} else if (cp_scan_signature_layout(s, v, &module) < 0 &&
+				   (lay = prose_layout(s, (const char *)b->data + e->offset, e->length, &module)) >= 0) {
+				st = add_blob_ref(s, bi, k, CP_K_STRING, module, lay, v, err);
+			}
+		}
+		free(v);
+		if (st)
+			break;
+	}
+	if (!st && !(ties = calloc(nc ? nc : 1, sizeof(*ties))))
+		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	base = st ? 0 : solve_table_base(s, b, consts, nc, ties);
+	if (!st) {
+		tie_all(s, base, consts, nc, ties);
+		st = check_ties(s, ties, nc, err);
+	}
+	for (k = 0; !st && k < nc; k++)
+		st = emit_sigconst(s, bi, &consts[k], &ties[k], err);
+	for (k = 0; k < nc; k++)
+		free_sigconst(&consts[k]);
+	free(consts);
+	free(ties);
+	return st;
+}
+
+cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err)
+{
+	size_t i;
+	cp_status st;
+
+	for (i = 0; i < s->nblobs; i++) {
+		st = blob_refs(s, i, err);
+		if (st)
+			return st;
+	}
+	return CP_OK;
+}

@@ -1,0 +1,44 @@
+/* error.c - error reporting and array growth. */
+#include "util/error.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+cp_status cp_fail(cp_error *err, cp_status code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int cp_grow(void *array, size_t *cap, size_t need, size_t size)
+{
+	void **p = array;
+	size_t ncap;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 8;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return -1;
+		ncap *= 2;
+	}
+	if (ncap > SIZE_MAX / size)
+		return -1;
+	n = realloc(*p, ncap * size);
+	if (!n)
+		return -1;
+	*p = n;
+	*cap = ncap;
+	return 0;
+}
