@@ -66,7 +66,7 @@ cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
 	img->fd = -1;
 	st = map_file(img, err);
 	if (!st)
-		st = cp_validate_elf(path, img->data, img->size, err);
+		st = cp_validate_elf(path, img->data, img->size, &img->arch, err);
 	if (!st)
 		st = cp_elf_read(img, err);
 	if (!st)

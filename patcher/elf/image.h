@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cypatch.h"
+#include "arch/arch.h"
 
 struct cp_section {
 	const char *name;
@@ -39,7 +40,8 @@ struct cp_symbol {
 
 struct cp_reloc {
 	uint64_t offset; /* r_offset: the virtual address patched */
-	uint32_t type;   /* R_X86_64_* */
+	uint32_t type;   /* the machine's R_* */
+	enum cp_reloc_kind kind; /* what type does (arch.h) */
 	uint32_t sym;    /* .dynsym index */
 	int64_t addend;
 	uint64_t entry_off;  /* file offset of the Elf64_Rela, 0 for RELR */
@@ -65,6 +67,7 @@ struct cp_fallback_view {
 
 struct cp_image {
 	char *path;
+	const struct cp_arch *arch; /* from e_machine (validate.c accepted it) */
 	int fd;                  /* open while the image is: the output copies from it */
 	const uint8_t *data;
 	size_t size;
@@ -88,7 +91,8 @@ struct cp_image {
 };
 
 /* validate.c: checks the headers and tables before any parser reads them. */
-cp_status cp_validate_elf(const char *path, const uint8_t *data, size_t size, cp_error *err);
+cp_status cp_validate_elf(const char *path, const uint8_t *data, size_t size, const struct cp_arch **arch,
+			  cp_error *err);
 
 /* elf_view.c: sections, segments and symbols (names point into the file). */
 cp_status cp_elf_read(cp_image *img, cp_error *err);

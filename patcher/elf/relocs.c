@@ -62,6 +62,7 @@ static cp_status push_reloc(cp_image *img, size_t *cap, uint64_t off, uint32_t t
 	img->rel[img->nrel].entry_off = entry_off;
 	img->rel[img->nrel].offset = off;
 	img->rel[img->nrel].type = type;
+	img->rel[img->nrel].kind = img->arch->reloc_kind(type);
 	img->rel[img->nrel].sym = sym;
 	img->rel[img->nrel].addend = addend;
 	img->nrel++;
@@ -93,14 +94,14 @@ static size_t load_holding(const cp_image *img, size_t from, uint64_t va, bool f
 static cp_status dynamic_reloc_ok(const cp_image *img, const struct cp_section *s, const Elf64_Rela *r,
 				  cp_error *err)
 {
-	uint32_t type = (uint32_t)ELF64_R_TYPE(r->r_info);
+	enum cp_reloc_kind kind = img->arch->reloc_kind((uint32_t)ELF64_R_TYPE(r->r_info));
 
 	if (!(s->flags & SHF_ALLOC))
 		return CP_OK;
 	if (load_holding(img, 0, r->r_offset, false) == img->nseg)
 		return cp_fail(err, CP_E_INPUT, "%s: %s: a relocation writes at %#llx, outside the loaded segments",
 			       img->path, s->name, (unsigned long long)r->r_offset);
-	if ((type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) && r->r_addend)
+	if ((kind == CP_RELOC_JUMP_SLOT || kind == CP_RELOC_GLOB_DAT) && r->r_addend)
 		return cp_fail(err, CP_E_INPUT, "%s: %s: the symbol binding at %#llx has an addend (%#llx)", img->path,
 			       s->name, (unsigned long long)r->r_offset, (unsigned long long)r->r_addend);
 	return CP_OK;
@@ -174,7 +175,7 @@ static cp_status push_relr(cp_image *img, const struct cp_section *s, size_t *ca
 	p = cp_image_va_bytes(img, where, 8);
 	if (p)
 		memcpy(&v, p, 8);
-	return push_reloc(img, cap, where, R_X86_64_RELATIVE, 0, (int64_t)v, 0, err);
+	return push_reloc(img, cap, where, img->arch->reloc_relative, 0, (int64_t)v, 0, err);
 }
 
 static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *cap,
@@ -225,7 +226,7 @@ static cp_status build_got(cp_image *img, cp_error *err)
 	for (i = 0; i < img->nrel; i++) {
 		const struct cp_reloc *r = &img->rel[i];
 
-		if (r->type != R_X86_64_JUMP_SLOT && r->type != R_X86_64_GLOB_DAT)
+		if (r->kind != CP_RELOC_JUMP_SLOT && r->kind != CP_RELOC_GLOB_DAT)
 			continue;
 		if (r->sym == 0 || r->sym >= img->ndynnames)
 			continue;
@@ -258,7 +259,7 @@ static cp_status plt_where_named(const cp_image *img, cp_error *err)
 
 	for (i = 0; i < img->nrel; i++) {
 		const struct cp_reloc *r = &img->rel[i];
-		const uint8_t *p = r->type == R_X86_64_JUMP_SLOT ? cp_image_va_bytes(img, r->offset, 8) : NULL;
+		const uint8_t *p = r->kind == CP_RELOC_JUMP_SLOT ? cp_image_va_bytes(img, r->offset, 8) : NULL;
 		const struct cp_section *s;
 		uint64_t lazy;
 

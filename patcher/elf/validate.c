@@ -43,22 +43,26 @@ static cp_status check_ident(const char *path, const uint8_t *d, size_t size, cp
 	if (size < EI_NIDENT)
 		return cp_fail(err, CP_E_INPUT, "%s: truncated ELF header (%zu bytes)", path, size);
 	if (d[EI_CLASS] == ELFCLASS32)
-		return cp_fail(err, CP_E_INPUT, "%s: 32-bit ELF; cypatch handles x86-64 extensions only", path);
+		return cp_fail(err, CP_E_INPUT, "%s: 32-bit ELF; cypatch handles %s extensions only", path,
+			       cp_arch_supported());
 	if (d[EI_CLASS] != ELFCLASS64)
 		return cp_fail(err, CP_E_INPUT, "%s: invalid ELF class %u", path, d[EI_CLASS]);
 	if (d[EI_DATA] != ELFDATA2LSB)
-		return cp_fail(err, CP_E_INPUT, "%s: big-endian ELF; cypatch handles x86-64 extensions only", path);
+		return cp_fail(err, CP_E_INPUT, "%s: big-endian ELF; cypatch handles %s extensions only", path,
+			       cp_arch_supported());
 	if (size < sizeof(Elf64_Ehdr))
 		return cp_fail(err, CP_E_INPUT, "%s: truncated ELF header (%zu bytes)", path, size);
 	return CP_OK;
 }
 
-static cp_status check_header(const char *path, const Elf64_Ehdr *eh, cp_error *err)
+static cp_status check_header(const char *path, const Elf64_Ehdr *eh, const struct cp_arch **arch,
+			      cp_error *err)
 {
-	if (eh->e_machine != EM_X86_64)
+	*arch = cp_arch_for_machine(eh->e_machine);
+	if (!*arch)
 		return cp_fail(err, CP_E_INPUT,
-			       "%s: ELF for %s (e_machine %u); cypatch handles x86-64 extensions only",
-			       path, machine_name(eh->e_machine), eh->e_machine);
+			       "%s: ELF for %s (e_machine %u); cypatch handles %s extensions only",
+			       path, machine_name(eh->e_machine), eh->e_machine, cp_arch_supported());
 	if (eh->e_type != ET_DYN)
 		return cp_fail(err, CP_E_INPUT,
 			       "%s: not a shared object (e_type %u); extension modules are ET_DYN",
@@ -339,14 +343,15 @@ static cp_status check_sections(const char *path, const uint8_t *d, size_t size,
 	return CP_OK;
 }
 
-cp_status cp_validate_elf(const char *path, const uint8_t *d, size_t size, cp_error *err)
+cp_status cp_validate_elf(const char *path, const uint8_t *d, size_t size, const struct cp_arch **arch,
+			  cp_error *err)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
 	cp_status st;
 
 	st = check_ident(path, d, size, err);
 	if (!st)
-		st = check_header(path, eh, err);
+		st = check_header(path, eh, arch, err);
 	if (!st)
 		st = check_segments(path, d, size, eh, err);
 	if (!st)

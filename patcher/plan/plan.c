@@ -271,7 +271,7 @@ static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to,
 		const struct cp_reloc *r = &pl->img->rel[i];
 		uint64_t off;
 
-		if (r->type != R_X86_64_RELATIVE || (uint64_t)r->addend != from)
+		if (r->kind != CP_RELOC_RELATIVE || (uint64_t)r->addend != from)
 			continue;
 		if (r->entry_off) {
 			st = cp_plan_add_edit(pl, CP_EDIT_ADDEND, r->entry_off + 16, &to, 8, r->offset, to, what);
@@ -313,7 +313,7 @@ static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen
 		uint64_t at, off, v = newlen + 1;
 		unsigned width;
 
-		if (r->type != R_X86_64_RELATIVE || (uint64_t)r->addend != va ||
+		if (r->kind != CP_RELOC_RELATIVE || (uint64_t)r->addend != va ||
 		    !(width = cp_scan_table_length(pl->scan, pl->img, r->offset, oldlen, &at)) ||
 		    !cp_plan_file_off(pl, at, width, &off))
 			continue;
@@ -345,7 +345,7 @@ static bool owns_bytes(const struct planner *pl, uint64_t va, uint64_t len)
 		uint64_t t = (uint64_t)pl->img->rel[i].addend;
 		const char *p;
 
-		if (pl->img->rel[i].type != R_X86_64_RELATIVE)
+		if (pl->img->rel[i].kind != CP_RELOC_RELATIVE)
 			continue;
 		if (t > va && t <= va + len)
 			return false;

@@ -145,7 +145,7 @@ static cp_status find_slots(struct fb *f)
 	for (i = 0; i < img->nrel; i++) {
 		const struct cp_reloc *r = &img->rel[i];
 
-		if (r->type == R_X86_64_JUMP_SLOT || r->type == R_X86_64_GLOB_DAT || r->sym >= img->ndynnames)
+		if (r->kind == CP_RELOC_JUMP_SLOT || r->kind == CP_RELOC_GLOB_DAT || r->sym >= img->ndynnames)
 			continue;
 		if (r->sym && redirect_of(img->dynnames[r->sym]) >= 0 && f->need[redirect_of(img->dynnames[r->sym])])
 			return cp_fail(f->pl->err, CP_E_INPUT, "%s: %s is referenced by a data relocation at "

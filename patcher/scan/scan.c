@@ -305,7 +305,7 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 	s->skip = skip;
 	s->img = img;
 	s->rules = rules;
-	s->arch = "x86-64";
+	s->arch = img->arch->name;
 	st = check_module(s, err);
 	if (!st)
 		st = cp_dis_open(&s->dis, err);

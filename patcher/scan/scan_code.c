@@ -320,7 +320,7 @@ cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 	for (i = 0; i < s->img->nrel; i++) {
 		const struct cp_reloc *r = &s->img->rel[i];
 
-		if (r->type != R_X86_64_RELATIVE)
+		if (r->kind != CP_RELOC_RELATIVE)
 			continue;
 		for (j = 0; j < s->nstrs; j++) {
 			struct cp_string *str = &s->strs[j];
@@ -333,7 +333,7 @@ cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 			if (!cp_scan_table_length(s, s->img, r->offset, str->len, &site.len_addr))
 				site.len_addr = 0;
 			site.kind = site.len_addr ? CP_SITE_TABLE : CP_SITE_RELOC;
-			snprintf(site.text, sizeof(site.text), "R_X86_64_RELATIVE at %#llx%s",
+			snprintf(site.text, sizeof(site.text), "%s at %#llx%s", s->img->arch->reloc_name(r->type),
 				 (unsigned long long)r->offset,
 				 site.len_addr ? " (string table entry, length follows)" : "");
 			if (CP_GROW(str->sites, str->capsites, str->nsites + 1))

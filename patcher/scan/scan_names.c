@@ -92,7 +92,7 @@ static uint64_t table_slot(const cp_scan *s, size_t i)
 	size_t k;
 
 	for (k = i ? i - 1 : 0; k <= i + 1 && k < s->img->nrel; k++)
-		if (k != i && s->img->rel[k].offset == r->offset - 8 && s->img->rel[k].type == R_X86_64_RELATIVE &&
+		if (k != i && s->img->rel[k].offset == r->offset - 8 && s->img->rel[k].kind == CP_RELOC_RELATIVE &&
 		    cp_scan_is_data_slot(s, (uint64_t)s->img->rel[k].addend))
 			return (uint64_t)s->img->rel[k].addend;
 	return 0;
@@ -153,12 +153,13 @@ static int table_names(cp_scan *s, struct names *ns)
 		struct cp_site site;
 
 		memset(&site, 0, sizeof(site));
-		if (r->type != R_X86_64_RELATIVE || !(p = cp_image_cstring(s->img, (uint64_t)r->addend, 4096)) ||
+		if (r->kind != CP_RELOC_RELATIVE || !(p = cp_image_cstring(s->img, (uint64_t)r->addend, 4096)) ||
 		    !cp_scan_table_length(s, s->img, r->offset, strlen(p), &site.len_addr))
 			continue;
 		site.kind = CP_SITE_TABLE;
 		site.addr = r->offset;
-		snprintf(site.text, sizeof(site.text), "R_X86_64_RELATIVE at %#llx (string table entry, length follows)",
+		snprintf(site.text, sizeof(site.text), "%s at %#llx (string table entry, length follows)",
+			 s->img->arch->reloc_name(r->type),
 			 (unsigned long long)r->offset);
 		if (literal_name(s, ns, (uint64_t)r->addend, &site))
 			return -1;
