@@ -571,3 +571,36 @@ cp_status cp_rules_load_string(cp_rules *rules, const char *name, const char *te
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", name);
 	return parse(&c);
 }
+
+int cp_rules_name_layout(const cp_rules *r, const char *v, const char **module)
+{
+	size_t i;
+	int k, lay;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++)
+			if (strcmp(r->mod[i].name[k], v) == 0) {
+				*module = r->mod[i].name[k];
+				return r->mod[i].layout[k];
+			}
+	lay = cp_rules_package_layout(r, v);
+	if (lay >= 0)
+		*module = v;
+	return lay;
+}
+
+int cp_rules_signature_layout(const cp_rules *r, const char *sig, const char **module)
+{
+	char buf[512];
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++)
+			if (cp_mangle_prefix(r->mod[i].name[k], buf, sizeof(buf)) > 0 &&
+			    strstr(sig, buf)) {
+				*module = r->mod[i].name[k];
+				return r->mod[i].layout[k];
+			}
+	return -1;
+}

@@ -63,6 +63,15 @@ const char *cp_rules_map(const cp_rules *r, const char *module, int target);
  */
 int cp_rules_package_layout(const cp_rules *r, const char *pkg);
 
+/* The layout of a module name or of a package prefix (cuda.bindings), with
+ * the rules' own spelling of it in *module; -1 when unmapped. */
+int cp_rules_name_layout(const cp_rules *r, const char *v, const char **module);
+
+/* The layout of the module whose mangled prefix appears in an import
+ * signature ("... __pyx_t_4cuda_5ccuda_..."), with its name in *module; -1
+ * when none does. */
+int cp_rules_signature_layout(const cp_rules *r, const char *sig, const char **module);
+
 /* Writes Cython's mangled prefix of a dotted module path ("4cuda_5ccuda_")
  * preceded by "__pyx_t_" into buf; returns its length or -1 when too long. */
 int cp_mangle_prefix(const char *module, char *buf, size_t size);

@@ -318,11 +318,11 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 			     const char *sig, uint64_t slot, const struct cp_loc *loc,
 			     const uint64_t *site_addrs, size_t nsites, cp_error *err);
 
-/* scan.c: whether something points at the reference (a moved name leaves
+/* scan_result.c: whether something points at the reference (a moved name leaves
  * its old literal behind, with no site: dead bytes, not a reference). */
 bool cp_ref_is_live(const struct cp_ref *r);
 
-/* scan.c: helpers shared by the parts. */
+/* scan_result.c: what the passes add to a scan, and the lookups they share. */
 struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va);
 struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err);
 cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err);
@@ -331,11 +331,5 @@ char *cp_strndup(const char *s, size_t n);
 bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len);
 const char *cp_ref_kind_name(enum cp_ref_kind k);
 const char *cp_site_kind_name(enum cp_site_kind k);
-
-/* Looks `v` up among the needles: layout of an exact module or package name. */
-int cp_scan_name_layout(const cp_scan *s, const char *v, const char **module);
-
-/* A capsule signature's mangled module, if it carries one. */
-int cp_scan_signature_layout(const cp_scan *s, const char *sig, const char **module);
 
 #endif

@@ -730,16 +730,6 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
 	return CP_OK;
 }
 
-bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len)
-{
-	size_t i;
-
-	for (i = 0; i < s->nblobs; i++)
-		if (va >= s->blobs[i].vaddr && va + len <= s->blobs[i].vaddr + s->blobs[i].stored_length)
-			return true;
-	return false;
-}
-
 /* An import-signature constant: N signatures (an empty one repeats the one
  * before), then N names, NUL-separated, no NUL at the end. */
 struct sigconst {
@@ -1033,7 +1023,7 @@ static cp_status check_ties(cp_scan *s, const struct tie *t, size_t nc, cp_error
 	for (i = 0; loose && i < s->nblocks && !s->incomplete[0]; i++) {
 		bool has = false;
 
-		if (!s->blocks[i].module || cp_scan_name_layout(s, s->blocks[i].module, &mm) < 0)
+		if (!s->blocks[i].module || cp_rules_name_layout(s->rules, s->blocks[i].module, &mm) < 0)
 			continue;
 		for (k = 0; k < nc && !has; k++)
 			has = t[k].blk == &s->blocks[i] && t[k].first;
@@ -1148,7 +1138,7 @@ static cp_status emit_sigconst(cp_scan *s, size_t bi, const struct sigconst *c, 
 
 		if (*c->piece[k])
 			sig = c->piece[k];
-		if (!module && cp_scan_signature_layout(s, sig, &mm) >= 0)
+		if (!module && cp_rules_signature_layout(s->rules, sig, &mm) >= 0)
 			module = mm;
 		slot = module ? cp_scan_slot_symbol(s, module, c->piece[half + k], !strchr(sig, '(')) : 0;
 		if (!slot && module && have_ptrs)
@@ -1232,9 +1222,9 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 
 		if (!v)
 			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-		if (!e->is_bytes && (lay = cp_scan_name_layout(s, v, &module)) >= 0)
+		if (!e->is_bytes && (lay = cp_rules_name_layout(s->rules, v, &module)) >= 0)
 			st = add_blob_ref(s, bi, k, CP_K_PYIMPORT, module, lay, v, err);
-		else if (e->is_bytes && (lay = cp_scan_signature_layout(s, v, &module)) >= 0)
+		else if (e->is_bytes && (lay = cp_rules_signature_layout(s->rules, v, &module)) >= 0)
 			st = add_blob_ref(s, bi, k, CP_K_SIGNATURE, module, lay, v, err);
 		else if (!e->is_bytes && (lay = prose_layout(s, v, strlen(v), &module)) >= 0)
 			/* any other text naming a module: rewritten as literals are */
@@ -1244,7 +1234,7 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 				st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 			} else if (parse_sigconst(b->data + e->offset, e->length, &consts[nc])) {
 				consts[nc++].entry = k;
-			} else if (cp_scan_signature_layout(s, v, &module) < 0 &&
+			} else if (cp_rules_signature_layout(s->rules, v, &module) < 0 &&
 				   (lay = prose_layout(s, (const char *)b->data + e->offset, e->length, &module)) >= 0) {
 				st = add_blob_ref(s, bi, k, CP_K_STRING, module, lay, v, err);
 			}

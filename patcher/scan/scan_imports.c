@@ -78,9 +78,9 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 	const char *mm;
 	struct cp_ref *r;
 	size_t i;
-	int lay = module ? cp_scan_name_layout(s, module, &mm) : -1;
+	int lay = module ? cp_rules_name_layout(s->rules, module, &mm) : -1;
 
-	if (lay < 0 && (lay = cp_scan_signature_layout(s, sig, &mm)) < 0)
+	if (lay < 0 && (lay = cp_rules_signature_layout(s->rules, sig, &mm)) < 0)
 		return CP_OK; /* not from a mapped module */
 	for (i = 0; i < s->nrefs; i++)
 		if (same_import(&s->refs[i], kind, module, name, sig))
@@ -165,7 +165,7 @@ static cp_status add_type_import(cp_scan *s, const char *module, const struct cp
 	size_t i;
 	int lay;
 
-	if (!module || !is_name(c) || is_dunder(c) || (lay = cp_scan_name_layout(s, module, &mm)) < 0)
+	if (!module || !is_name(c) || is_dunder(c) || (lay = cp_rules_name_layout(s->rules, module, &mm)) < 0)
 		return CP_OK;
 	for (i = 0; i < s->nrefs; i++)
 		if (s->refs[i].kind == CP_K_TYPE && !strcmp(s->refs[i].class_name, c) &&

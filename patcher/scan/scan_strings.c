@@ -656,38 +656,3 @@ cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 	needles_free(&ns);
 	return st;
 }
-
-int cp_scan_name_layout(const cp_scan *s, const char *v, const char **module)
-{
-	const cp_rules *r = s->rules;
-	size_t i;
-	int k, lay;
-
-	for (i = 0; i < r->nmod; i++)
-		for (k = 0; k < 2; k++)
-			if (strcmp(r->mod[i].name[k], v) == 0) {
-				*module = r->mod[i].name[k];
-				return r->mod[i].layout[k];
-			}
-	lay = cp_rules_package_layout(r, v);
-	if (lay >= 0)
-		*module = v;
-	return lay;
-}
-
-int cp_scan_signature_layout(const cp_scan *s, const char *sig, const char **module)
-{
-	const cp_rules *r = s->rules;
-	char buf[512];
-	size_t i;
-	int k;
-
-	for (i = 0; i < r->nmod; i++)
-		for (k = 0; k < 2; k++)
-			if (cp_mangle_prefix(r->mod[i].name[k], buf, sizeof(buf)) > 0 &&
-			    strstr(sig, buf)) {
-				*module = r->mod[i].name[k];
-				return r->mod[i].layout[k];
-			}
-	return -1;
-}
