@@ -4,7 +4,7 @@
  * Cython names its shared ABI module "_cython_<major>_<minor>_<patch>" (with
  * suffixes for limited-API builds) and keeps the name in .rodata.
  */
-#include "scan/scan.h"
+#include "cython/cython.h"
 
 #include <elf.h>
 #include <stdio.h>
@@ -121,4 +121,14 @@ void cp_cython_version(cp_scan *s)
 		s->cy_patch = -1;
 		snprintf(s->cython, sizeof(s->cython), "0.29");
 	}
+}
+
+bool cp_cython_at_least(const cp_scan *s, int major, int minor)
+{
+	return s->cy_major > major || (s->cy_major == major && s->cy_minor >= minor);
+}
+
+bool cp_cython_is(const cp_scan *s, int major, int minor)
+{
+	return s->cy_major == major && s->cy_minor == minor;
 }

@@ -3,9 +3,10 @@
  *
  * The bytes are the file, mapped read-only. The view (sections, segments,
  * symbols, relocations, the PLT) is read with <elf.h> types (elf_view.c,
- * relocs.c) after validate.c has checked every header and table it will
- * read; LIEF cross-checks that reader in the test suite. All access to the
- * bytes goes through the bounds-checked helpers below.
+ * relocs.c) by load.c after validate.c has checked every header and table
+ * it will read; LIEF, an independent reader, cross-checks it in the test
+ * suite. All access to the bytes goes through the bounds-checked helpers
+ * below (image.c).
  */
 #ifndef CP_IMAGE_H
 #define CP_IMAGE_H

@@ -1,8 +1,8 @@
 /*
  * relocs.c - dynamic relocations, .dynsym names, and the GOT and PLT maps.
  *
- * LIEF's C API has no relocations, so they are read here with <elf.h> types.
- * Every read copies through memcpy from a range checked against the file.
+ * Read with <elf.h> types; what a relocation type means is the
+ * architecture's (img->arch->reloc_kind). Every read copies through memcpy from a range checked against the file.
  */
 #include "elf/image.h"
 #include "util/error.h"

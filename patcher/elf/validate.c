@@ -1,8 +1,11 @@
 /*
- * validate.c - checks an ELF file's headers and tables before LIEF sees it.
+ * validate.c - checks an ELF file's headers and tables before anything
+ * reads them.
  *
- * LIEF 0.9 crashes on an empty file and on e_phnum 0xffff (measured), and
- * trusts offsets and counts; everything it will walk is checked here first.
+ * The readers (elf_view.c, relocs.c, functions.c) trust offsets, counts and
+ * entry sizes; everything they will walk is checked here first, together
+ * with what the loader would refuse or misread (the machine, segment
+ * order and alignment, tables outside the loaded bytes).
  */
 #include "elf/image.h"
 #include "util/error.h"
@@ -253,8 +256,7 @@ static const char *dyn_tag_name(int64_t tag)
 	}
 }
 
-/* The tables the dynamic section points at (which LIEF follows, and the
- * loader too) must lie in the file's loaded bytes; a bad pointer otherwise
+/* The tables the dynamic section points at (which the loader follows) must lie in the file's loaded bytes; a bad pointer otherwise
  * surfaces later as a misleading "no PyInit_" or worse. */
 static cp_status check_dynamic(const char *path, const uint8_t *d, const Elf64_Ehdr *eh,
 			       const Elf64_Shdr *s, cp_error *err)

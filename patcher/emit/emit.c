@@ -5,6 +5,7 @@
 #include "util/error.h"
 #include "util/write.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -173,6 +174,9 @@ static cp_status make_runs(const cp_image *img, struct cp_delta *d, const struct
 	}
 	free(sorted);
 	for (i = 0; i < d->nrun; i++) {
+		/* plan.c keeps every edit inside the input; the tail is apart */
+		assert(d->run[i].off + d->run[i].len <= img->size);
+		assert(i == 0 || d->run[i - 1].off + d->run[i - 1].len < d->run[i].off);
 		d->run[i].bytes = malloc(d->run[i].len);
 		if (!d->run[i].bytes)
 			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
@@ -181,6 +185,7 @@ static cp_status make_runs(const cp_image *img, struct cp_delta *d, const struct
 	for (i = 0; i < ps->n; i++) {
 		struct cp_run *r = run_at(d, ps->v[i].off);
 
+		assert(ps->v[i].off >= r->off && ps->v[i].off + ps->v[i].len <= r->off + r->len);
 		memcpy(r->bytes + (ps->v[i].off - r->off), ps->v[i].bytes, ps->v[i].len);
 	}
 	return CP_OK;

@@ -156,6 +156,31 @@ static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct
 	return st;
 }
 
+/* What a plan comes to: nothing to do, a dry run's listing, or the
+ * output written and checked. */
+static cp_status carry_out(const cp_image *img, const cp_scan *scan, struct cp_plan *plan, const char *out,
+			   const struct cp_patch_opts *o, struct output *w, struct cp_patch_result *res,
+			   struct timespec *t0, cp_error *err)
+{
+	res->nchanged = plan->nchanged;
+	res->nedits = plan->nedits;
+	res->new_bytes = cp_plan_new_bytes(plan);
+	memcpy(res->layouts, scan->fallback_layout, sizeof(res->layouts));
+	if (!plan->nedits && !res->new_bytes) {
+		res->outcome = CP_ALREADY;
+		return CP_OK;
+	}
+	if (o->dry_run) {
+		res->outcome = CP_PLANNED;
+		cp_plan_print(plan, img, o->dry_run);
+		if (!o->keep_build_id)
+			fputs("  build-id: recomputed from the old one and the bytes written, after emitting\n", o->dry_run);
+		return CP_OK;
+	}
+	res->outcome = CP_PATCHED;
+	return write_checked(img, scan, plan, out, o, w, res, t0, err);
+}
+
 cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 			const struct cp_patch_opts *o, struct cp_patch_result *res, cp_error *err)
 {
@@ -196,21 +221,7 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 	lap(res, CP_STAGE_PLAN, &t0);
 	if (st)
 		goto done;
-	res->nchanged = plan.nchanged;
-	res->nedits = plan.nedits;
-	res->new_bytes = cp_plan_new_bytes(&plan);
-	memcpy(res->layouts, scan->fallback_layout, sizeof(res->layouts));
-	if (!plan.nedits && !res->new_bytes) {
-		res->outcome = CP_ALREADY;
-	} else if (o->dry_run) {
-		res->outcome = CP_PLANNED;
-		cp_plan_print(&plan, img, o->dry_run);
-		if (!o->keep_build_id)
-			fputs("  build-id: recomputed from the old one and the bytes written, after emitting\n", o->dry_run);
-	} else {
-		res->outcome = CP_PATCHED;
-		st = write_checked(img, scan, &plan, out, o, &w, res, &t0, err);
-	}
+	st = carry_out(img, scan, &plan, out, o, &w, res, &t0, err);
 done:
 	drop_output(&w);
 	cp_plan_free(&plan);

@@ -6,6 +6,7 @@
  * moves leaves nothing pointing at its old place.
  */
 #include "plan/plan.h"
+#include "cython/cython.h"
 #include "util/error.h"
 #include "util/names.h"
 #include "plan/plan_internal.h"
@@ -509,7 +510,7 @@ static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 	char text[MAX_NAME];
 	uint64_t sites[8];
 	size_t nsites = 0, i;
-	bool in_code = pl->scan->cy_major == 3 && pl->scan->cy_minor == 0 &&
+	bool in_code = cp_cython_is(pl->scan, 3, 0) &&
 		       (r->kind == CP_K_PYIMPORT || r->kind == CP_K_STRING);
 	int n;
 	cp_status st;

@@ -5,12 +5,12 @@
  */
 #include "predict/import_chain.h"
 #include "util/error.h"
+#include "util/names.h"
 #include "repair/pysource.h"
 #include "predict/pystmt.h"
 #include "rules/rules.h"
 #include "scan/scan.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,19 +41,6 @@ struct cp_chain {
 	size_t n, cap;
 };
 
-/* Whether s[0..n) is a Python identifier. */
-static bool identifier(const char *s, size_t n)
-{
-	size_t i;
-
-	if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (i = 1; i < n; i++)
-		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-			return false;
-	return true;
-}
-
 /* A member path's directories and stem as a dotted name into out; false
  * when a part is no identifier (dist-info, .data, a versioned .so). */
 static bool dotted_of(const char *path, size_t n, char *out, size_t size)
@@ -65,7 +52,7 @@ static bool dotted_of(const char *path, size_t n, char *out, size_t size)
 	for (i = 0; i <= n; i++) {
 		if (i < n && path[i] != '/')
 			continue;
-		if (!identifier(path + start, i - start))
+		if (!cp_is_identifier(path + start, i - start))
 			return false;
 		memcpy(out + k, path + start, i - start);
 		k += i - start;

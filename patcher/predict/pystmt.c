@@ -7,9 +7,9 @@
  */
 #include "predict/pystmt.h"
 #include "util/error.h"
+#include "util/names.h"
 #include "repair/pysource.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,7 +147,7 @@ static bool keyword(const char *p, const char *w)
 {
 	size_t n = strlen(w);
 
-	return !strncmp(p, w, n) && !(isalnum((unsigned char)p[n]) || p[n] == '_');
+	return !strncmp(p, w, n) && !cp_is_ident_byte(p[n]);
 }
 
 /* An identifier at *p into buf; false when there is none. */
@@ -156,12 +156,12 @@ static bool ident(const char **p, char *buf, size_t n)
 	size_t k = 0;
 
 	*p = ws(*p);
-	if (!(isalpha((unsigned char)**p) || **p == '_'))
+	if (!cp_is_ident_start(**p))
 		return false;
-	while ((isalnum((unsigned char)**p) || **p == '_') && k + 1 < n)
+	while (cp_is_ident_byte(**p) && k + 1 < n)
 		buf[k++] = *(*p)++;
 	buf[k] = '\0';
-	return !(isalnum((unsigned char)**p) || **p == '_');
+	return !cp_is_ident_byte(**p);
 }
 
 /* A dotted name at *p (identifiers joined by dots). */

@@ -6,9 +6,9 @@
  */
 #include "repair/pysource.h"
 #include "util/error.h"
+#include "util/names.h"
 #include "rules/rules.h"
 
-#include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +54,7 @@ static size_t dotted(const char **p, char *buf, size_t size)
 
 	while (**p == ' ')
 		(*p)++;
-	while ((isalnum((unsigned char)**p) || **p == '_' || **p == '.') && n + 1 < size)
+	while ((cp_is_ident_byte(**p) || **p == '.') && n + 1 < size)
 		buf[n++] = *(*p)++;
 	buf[n] = '\0';
 	return n;
@@ -66,10 +66,22 @@ static bool word(const char **p, const char *w)
 
 	while (**p == ' ')
 		(*p)++;
-	if (strncmp(*p, w, n) || (isalnum((unsigned char)(*p)[n]) || (*p)[n] == '_'))
+	if (strncmp(*p, w, n) || cp_is_ident_byte((*p)[n]))
 		return false;
 	*p += n;
 	return true;
+}
+
+/* Whether the statement in text imports from a package the rules map
+ * (`from cuda...`, `import cuda...`). */
+static bool names_mapped_package(const cp_rules *r, const char *text)
+{
+	const char *p = !strncmp(text, "from ", 5) ? text + 5 : !strncmp(text, "import ", 7) ? text + 7 : NULL;
+	size_t n = 0;
+
+	while (p && cp_is_ident_byte(p[n]))
+		n++;
+	return n && cp_rules_is_top_package(r, p, n);
 }
 
 /* Parses one statement (indentation removed, comment cut). */
@@ -150,7 +162,7 @@ static int text_layout(const cp_rules *r, const char *text)
 	int lay;
 
 	while (*p) {
-		if (!(isalnum((unsigned char)*p) || *p == '_')) {
+		if (!cp_is_ident_byte(*p)) {
 			p++;
 			continue;
 		}
@@ -244,6 +256,85 @@ static void names_tuple(const struct stmt *st, struct out *o)
 	puts_(o, ")");
 }
 
+/* A statement the fallback keeps, wrapped so that the other layout's
+ * import runs when this one's module is missing:
+ *     try:
+ *         <the line>
+ *     except ImportError as _cypatch_e:  # cypatch: ...
+ *         if _cypatch_e.name not in (<names>):
+ *             raise
+ *         <the statement in layout `to`>
+ * false when the statement has no translation. */
+static bool wrap_fallback(const cp_rules *r, const struct stmt *st, int to, const char *s, size_t ind, size_t n,
+			  struct out *o)
+{
+	struct out alt = { 0 };
+
+	if (!translate(r, st, to, &alt)) {
+		free(alt.p);
+		return false;
+	}
+	put(o, s, ind);
+	puts_(o, "try:\n");
+	put(o, s, ind);
+	puts_(o, "    ");
+	put(o, s + ind, n - ind);
+	puts_(o, "\n");
+	put(o, s, ind);
+	puts_(o, MARKER "\n");
+	put(o, s, ind);
+	puts_(o, "    if _cypatch_e.name not in ");
+	names_tuple(st, o);
+	puts_(o, ":\n");
+	put(o, s, ind);
+	puts_(o, "        raise\n");
+	put(o, s, ind);
+	puts_(o, "    ");
+	puts_(o, alt.p ? alt.p : "");
+	free(alt.p);
+	return true;
+}
+
+/* The statement rewritten in place into layout `to`, its comment kept;
+ * false (o unchanged) when it has no translation. */
+static bool rewrite_in_place(const cp_rules *r, const struct stmt *st, int to, const char *s, size_t ind,
+			     const char *comment, struct out *o)
+{
+	size_t mark = o->n;
+
+	put(o, s, ind);
+	if (!translate(r, st, to, o)) {
+		o->n = mark;
+		return false;
+	}
+	if (*comment == '#')
+		puts_(o, "  "), puts_(o, comment);
+	return true;
+}
+
+/* A line that is not an import statement cypatch translates (another
+ * shape, or naming no mapped module): copied. Returns the layout it names
+ * when that is not the target, else -1. */
+static int copy_other(const cp_rules *r, const char *stmt_text, bool parsed, int to, const char *s, size_t n,
+		      struct out *o, struct cp_pysource_counts *c)
+{
+	int lay;
+
+	if (!parsed) {
+		/* an import of another shape (parentheses, continuation, several
+		 * modules, `import a.b.c` used through attributes) naming a mapped package */
+		bool import = !strncmp(stmt_text, "from ", 5) || !strncmp(stmt_text, "import ", 7);
+
+		c->left += names_mapped_package(r, stmt_text);
+		put(o, s, n);
+		lay = import ? text_layout(r, stmt_text) : -1;
+	} else {
+		put(o, s, n);
+		lay = text_layout(r, stmt_text);
+	}
+	return lay == to ? -1 : lay;
+}
+
 /* One line: rewritten into o, or copied. Returns the layout of a module
  * an import statement copied as it was names, when that layout is not the
  * target (fallback: any layout); else -1. */
@@ -254,7 +345,7 @@ static int line(const cp_rules *r, const char *layout, const char *s, size_t n, 
 	size_t ind = 0, k;
 	struct stmt st;
 	int lay, to;
-	bool fallback = !strcmp(layout, "fallback");
+	bool fallback = !strcmp(layout, "fallback"), parsed, done;
 
 	while (ind < n && (s[ind] == ' ' || s[ind] == '\t'))
 		ind++;
@@ -270,66 +361,20 @@ static int line(const cp_rules *r, const char *layout, const char *s, size_t n, 
 	while (k && stmt_text[k - 1] == ' ')
 		stmt_text[--k] = '\0';
 	to = fallback ? -1 : cp_rules_layout_index(r, layout);
-	if (!parse(stmt_text, &st)) {
-		/* an import of another shape (parentheses, continuation, several
-		 * modules, `import a.b.c` used through attributes) naming cuda */
-		bool import = !strncmp(stmt_text, "from ", 5) || !strncmp(stmt_text, "import ", 7);
-
-		c->left += (!strncmp(text, "from cuda", 9) || !strncmp(text, "import cuda", 11));
-		put(o, s, n);
-		lay = import ? text_layout(r, stmt_text) : -1;
-		return lay == to ? -1 : lay;
-	}
-	if ((lay = stmt_layout(r, &st)) < 0) {
-		put(o, s, n);
-		lay = text_layout(r, stmt_text);
-		return lay == to ? -1 : lay;
-	}
+	parsed = parse(stmt_text, &st);
+	if (!parsed || (lay = stmt_layout(r, &st)) < 0)
+		return copy_other(r, stmt_text, parsed, to, s, n, o, c);
 	if (fallback)
 		to = !lay;
 	if (to == lay) {
 		put(o, s, n);
 		return -1;
 	}
-	if (fallback) {
-		struct out alt = { 0 };
-
-		if (!translate(r, &st, to, &alt)) {
-			free(alt.p);
-			c->left++;
-			put(o, s, n);
-			return lay;
-		}
-		put(o, s, ind);
-		puts_(o, "try:\n");
-		put(o, s, ind);
-		puts_(o, "    ");
-		put(o, s + ind, n - ind);
-		puts_(o, "\n");
-		put(o, s, ind);
-		puts_(o, MARKER "\n");
-		put(o, s, ind);
-		puts_(o, "    if _cypatch_e.name not in ");
-		names_tuple(&st, o);
-		puts_(o, ":\n");
-		put(o, s, ind);
-		puts_(o, "        raise\n");
-		put(o, s, ind);
-		puts_(o, "    ");
-		puts_(o, alt.p ? alt.p : "");
-		free(alt.p);
-	} else {
-		size_t mark = o->n;
-
-		put(o, s, ind);
-		if (!translate(r, &st, to, o)) {
-			o->n = mark;
-			c->left++;
-			put(o, s, n);
-			return lay;
-		}
-		if (text[k] == '#')
-			puts_(o, "  "), puts_(o, text + k);
+	done = fallback ? wrap_fallback(r, &st, to, s, ind, n, o) : rewrite_in_place(r, &st, to, s, ind, text + k, o);
+	if (!done) {
+		c->left++;
+		put(o, s, n);
+		return lay;
 	}
 	c->rewritten++;
 	return -1;
@@ -392,7 +437,7 @@ static bool begins(const char *p, const char *end, const char *w)
 	while (p < end && (*p == ' ' || *p == '\t'))
 		p++;
 	return (size_t)(end - p) >= n && !memcmp(p, w, n) &&
-	       ((size_t)(end - p) == n || !(isalnum((unsigned char)p[n]) || p[n] == '_'));
+	       ((size_t)(end - p) == n || !cp_is_ident_byte(p[n]));
 }
 
 /* Whether the line at p holds the text w. */

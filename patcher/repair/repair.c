@@ -189,7 +189,7 @@ static cp_status rewrite_sources(struct job *j)
 
 		if (!is_source(&j->w->m[i]) || (st = cp_wheel_read(j->w, i, &text, &len, j->err)))
 			continue;
-		if (memmem(text, len, "cuda", 4))
+		if (cp_rules_mentioned(j->rules, (const char *)text, len))
 			st = cp_pysource_rewrite((const char *)text, len, j->rules, j->o->layout, &out, &outlen, &c,
 						 j->err);
 		free(text);

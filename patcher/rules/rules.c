@@ -604,3 +604,46 @@ int cp_rules_signature_layout(const cp_rules *r, const char *sig, const char **m
 			}
 	return -1;
 }
+
+/* The first component of module i's name on side k ("cuda"), as a length. */
+static size_t top_len(const cp_rules *r, size_t i, int k)
+{
+	return strcspn(r->mod[i].name[k], ".");
+}
+
+/* Whether module i's first component on side k appeared before it. */
+static bool top_seen(const cp_rules *r, size_t i, int k)
+{
+	size_t n = top_len(r, i, k), j;
+	int m;
+
+	for (j = 0; j <= i; j++)
+		for (m = 0; m < 2 && (j < i || m < k); m++)
+			if (top_len(r, j, m) == n && !memcmp(r->mod[j].name[m], r->mod[i].name[k], n))
+				return true;
+	return false;
+}
+
+bool cp_rules_is_top_package(const cp_rules *r, const char *name, size_t n)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++)
+			if (top_len(r, i, k) == n && !memcmp(r->mod[i].name[k], name, n))
+				return true;
+	return false;
+}
+
+bool cp_rules_mentioned(const cp_rules *r, const char *text, size_t n)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++)
+			if (!top_seen(r, i, k) && memmem(text, n, r->mod[i].name[k], top_len(r, i, k)))
+				return true;
+	return false;
+}

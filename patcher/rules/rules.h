@@ -2,6 +2,7 @@
 #ifndef CP_RULES_H
 #define CP_RULES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "cypatch.h"
 
@@ -71,6 +72,13 @@ int cp_rules_name_layout(const cp_rules *r, const char *v, const char **module);
  * signature ("... __pyx_t_4cuda_5ccuda_..."), with its name in *module; -1
  * when none does. */
 int cp_rules_signature_layout(const cp_rules *r, const char *sig, const char **module);
+
+/* Whether name[0, n) is the first component of a mapped module ("cuda"). */
+bool cp_rules_is_top_package(const cp_rules *r, const char *name, size_t n);
+
+/* Whether text[0, n) holds the first component of any mapped module: a
+ * cheap test before a file is read for its imports. */
+bool cp_rules_mentioned(const cp_rules *r, const char *text, size_t n);
 
 /* Writes Cython's mangled prefix of a dotted module path ("4cuda_5ccuda_")
  * preceded by "__pyx_t_" into buf; returns its length or -1 when too long. */

@@ -7,6 +7,7 @@
  * import calls, and last the references inside blobs.
  */
 #include "scan/scan.h"
+#include "cython/cython.h"
 #include "util/error.h"
 
 #include <stdarg.h>
@@ -46,7 +47,7 @@ static enum cp_ref_kind literal_kind(const cp_scan *s, const struct cp_string *s
 	if (has_table_site(str))
 		return CP_K_PYIMPORT;
 	/* Cython 3.0 builds its string table in code (lea + immediates). */
-	if (s->cy_major == 3 && s->cy_minor == 0 && has_code_site(str) &&
+	if (cp_cython_is(s, 3, 0) && has_code_site(str) &&
 	    !(str->roles & (1u << CP_K_CIMPORT)))
 		return CP_K_PYIMPORT;
 	return CP_K_STRING;

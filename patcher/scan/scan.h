@@ -289,9 +289,6 @@ bool cp_scan_from_candidate(const cp_scan *s, const char *module, size_t *pkglen
 /* scan_names.c: whether `name` is one of the module's Python-level names. */
 bool cp_scan_has_pyname(const cp_scan *s, const char *name, size_t len);
 
-/* cython.c: the Cython version from the ABI module name. */
-void cp_cython_version(cp_scan *s);
-
 /* scan_code.c: the code references to exactly va, as [*first, *first+n). */
 size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first);
 

@@ -12,6 +12,7 @@
  * an LZSS stream whose length is an immediate there, or a plain literal.
  */
 #include "scan/scan.h"
+#include "cython/cython.h"
 #include "util/error.h"
 #include "arch/x86_64/frame_eval.h"
 #include "util/names.h"
@@ -279,7 +280,7 @@ static int find_streams(const cp_image *img, const struct cp_frame *f,
 static bool next_blob(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
 		      size_t nst, uint64_t len, size_t *it, struct stream *out)
 {
-	bool lzss = (s->cy_major > 3 || s->cy_minor >= 3) &&
+	bool lzss = cp_cython_at_least(s, 3, 3) &&
 		    (cp_frame_has_imm(f, len) || cp_frame_has_imm(f, len - 1)) && len <= MAX_BLOB;
 
 	for (; *it < nst; (*it)++)
@@ -315,7 +316,7 @@ static bool next_blob(const cp_scan *s, const struct cp_frame *f, const struct s
 		const uint8_t *p = avail > len ? cp_image_va_bytes(s->img, f->leas[i], avail) : NULL;
 
 		/* 3.3 keeps it in a static array, which the x86-64 ABI aligns to 16 */
-		bool aligned = (s->cy_major == 3 && s->cy_minor < 3) || f->leas[i] % 16 == 0;
+		bool aligned = !cp_cython_at_least(s, 3, 3) || f->leas[i] % 16 == 0;
 
 		if (p && p[len] == 0 && p[0] != 0 && aligned) {
 			out->algo = CP_BLOB_NONE;
@@ -458,6 +459,81 @@ static bool names_module(const cp_scan *s, const struct cp_blob *b)
 	return false;
 }
 
+/* The entries of a fit's length arrays, laid out from *pos on: each
+ * cell's length, and where the cell is (a .rodata word, or the
+ * instruction that stored it in the frame). false when a cell is unknown or
+ * runs past the decoded length. */
+static bool array_entries(const cp_scan *s, const struct cp_frame *f, const struct fit *fit, struct cp_blob *b,
+			  size_t *k, uint64_t *pos)
+{
+	uint64_t i;
+	int a;
+
+	for (a = 0; a < fit->narr; a++) {
+		for (i = 0; i < fit->arr[a].n; i++, (*k)++) {
+			struct cp_blob_entry *e = &b->entry[*k];
+			const struct cp_frame_src *src = cp_frame_src_at(f, fit->arr[a].base, (size_t)i);
+			uint32_t len;
+
+			if (!cand_cell(s->img, f, &fit->arr[a], (size_t)i, fit->arr[a].read_bits, &len) ||
+			    len > fit->blob.length - *pos)
+				return false;
+			e->offset = *pos;
+			e->length = len;
+			if (fit->arr[a].va) {
+				e->cell_va = fit->arr[a].va + 4 * i;
+			} else if (src) {
+				e->cell_insn = src->insn;
+				e->cell_va = src->va;
+			}
+			e->is_bytes = fit->narr == 2 && a == 1;
+			*pos += len;
+		}
+	}
+	return true;
+}
+
+/* The entries whose lengths the compiler folded into calls, after the
+ * arrays' (one-entry loops). */
+static bool tail_entries(const struct fit *fit, struct cp_blob *b, size_t *k, uint64_t *pos)
+{
+	uint64_t i;
+
+	for (i = 0; i < fit->ntail; i++, (*k)++) {
+		struct cp_blob_entry *e = &b->entry[*k];
+
+		if (fit->tail[i].len > fit->blob.length - *pos)
+			return false;
+		e->offset = *pos;
+		e->length = fit->tail[i].len;
+		e->is_bytes = fit->tail[i].is_bytes;
+		e->cell_insn = fit->tail[i].set;
+		e->ptr_insn = fit->tail[i].ptr_set;
+		e->call_insn = fit->tail[i].insn;
+		e->folded = true;
+		*pos += e->length;
+	}
+	return true;
+}
+
+/* Which entries are str constants (b->nstr), and whether they are valid
+ * UTF-8 (str_entry_ok). */
+static bool split_str(const cp_scan *s, const struct cp_frame *f, const struct fit *fit, struct cp_blob *b)
+{
+	size_t k;
+
+	if (fit->narr == 2 || cp_cython_at_least(s, 3, 3))
+		b->nstr = fit->arr[0].n; /* 3.3: the str array, then bytes ones */
+	else
+		split_single(f, b, (size_t)fit->arr[0].n, fit->ntail > 0, fit->blob.algo != CP_BLOB_NONE,
+			     fit->arr[0].exact);
+	for (k = 0; k < b->nstr; k++)
+		if (!str_entry_ok(b->data + b->entry[k].offset, b->entry[k].length,
+				  fit->blob.algo != CP_BLOB_NONE))
+			return false;
+	return true;
+}
+
 /* Reads the lengths of a fit's entries and decodes its blob into b;
  * false when the fit does not hold (sum, decoding, UTF-8 of str entries).
  * *named tells whether its str constants hold the module's name: a fit on
@@ -468,7 +544,7 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 {
 	const uint8_t *src = cp_image_va_bytes(s->img, fit->blob.va, fit->blob.consumed);
 	size_t used = 0, total = 0, k = 0;
-	uint64_t pos = 0, i;
+	uint64_t pos = 0;
 	int a;
 
 	memset(b, 0, sizeof(*b));
@@ -480,56 +556,15 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 	b->data = malloc(fit->blob.length ? fit->blob.length : 1);
 	b->entry = calloc(total, sizeof(*b->entry));
 	if (!b->data || !b->entry ||
-	    cp_blob_decode(fit->blob.algo, src, fit->blob.consumed, b->data, fit->blob.length, &used))
+	    cp_blob_decode(fit->blob.algo, src, fit->blob.consumed, b->data, fit->blob.length, &used) ||
+	    !array_entries(s, f, fit, b, &k, &pos) || !tail_entries(fit, b, &k, &pos))
 		goto bad;
-	for (a = 0; a < fit->narr; a++) {
-		for (i = 0; i < fit->arr[a].n; i++, k++) {
-			struct cp_blob_entry *e = &b->entry[k];
-			uint32_t len;
-
-			if (!cand_cell(s->img, f, &fit->arr[a], (size_t)i, fit->arr[a].read_bits, &len) ||
-			    len > fit->blob.length - pos)
-				goto bad;
-			e->offset = pos;
-			e->length = len;
-			if (fit->arr[a].va) {
-				e->cell_va = fit->arr[a].va + 4 * i;
-			} else if (cp_frame_src_at(f, fit->arr[a].base, (size_t)i)) {
-				e->cell_insn = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->insn;
-				e->cell_va = cp_frame_src_at(f, fit->arr[a].base, (size_t)i)->va;
-			}
-			e->is_bytes = fit->narr == 2 && a == 1;
-			pos += len;
-		}
-	}
-	for (i = 0; i < fit->ntail; i++, k++) {
-		struct cp_blob_entry *e = &b->entry[k];
-
-		if (fit->tail[i].len > fit->blob.length - pos)
-			goto bad;
-		e->offset = pos;
-		e->length = fit->tail[i].len;
-		e->is_bytes = fit->tail[i].is_bytes;
-		e->cell_insn = fit->tail[i].set;
-		e->ptr_insn = fit->tail[i].ptr_set;
-		e->call_insn = fit->tail[i].insn;
-		e->folded = true;
-		pos += e->length;
-	}
 	/* every module has a few dozen constants: refuse degenerate fits */
 	if (pos != fit->blob.length || total < 4 || pos < 32)
 		goto bad;
 	b->nentries = total;
-	if (fit->narr == 2 || s->cy_major > 3 || s->cy_minor >= 3)
-		b->nstr = fit->arr[0].n; /* 3.3: the str array, then bytes ones */
-	else
-		split_single(f, b, (size_t)fit->arr[0].n, fit->ntail > 0, fit->blob.algo != CP_BLOB_NONE,
-			     fit->arr[0].exact);
-	/* str constants are valid UTF-8 (str_entry_ok) */
-	for (k = 0; k < b->nstr; k++)
-		if (!str_entry_ok(b->data + b->entry[k].offset, b->entry[k].length,
-				  fit->blob.algo != CP_BLOB_NONE))
-			goto bad;
+	if (!split_str(s, f, fit, b))
+		goto bad;
 	*named = names_module(s, b);
 	if (!*named && fit->blob.algo == CP_BLOB_NONE)
 		goto bad;
@@ -646,7 +681,7 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
 
 	memset(best, 0, sizeof(*best));
 	memset(&fit, 0, sizeof(fit));
-	if (s->cy_major > 3 || s->cy_minor >= 3) {
+	if (cp_cython_at_least(s, 3, 3)) {
 		fit.narr = 2;
 		for (i = 0; i < cs->n; i++)
 			for (j = 0; j < cs->n; j++) {
@@ -703,7 +738,7 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
 	uint64_t done[16];
 	size_t ndone = 0, i, k;
 
-	if (s->cy_major < 3 || (s->cy_major == 3 && s->cy_minor < 2))
+	if (!cp_cython_at_least(s, 3, 2))
 		return CP_OK;
 	for (i = 0; i < s->ncalls; i++) {
 		uint64_t start, end;

@@ -7,6 +7,7 @@
  * 3.2+ fetches its import-signature constant from the string table there).
  */
 #include "scan/scan.h"
+#include "cython/cython.h"
 #include "util/error.h"
 
 #include <elf.h>
@@ -307,7 +308,7 @@ unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t wh
 	*at = where + 8;
 	if (q == len + 1)
 		return 8;
-	if (s->cy_major == 3 && s->cy_minor == 1 && h == len + 1)
+	if (cp_cython_is(s, 3, 1) && h == len + 1)
 		return 2;
 	return 0;
 }

@@ -13,6 +13,7 @@
  * `from cuda import cuda, cudart` shows only the second.
  */
 #include "scan/scan.h"
+#include "cython/cython.h"
 #include "util/error.h"
 #include "arch/x86_64/frame_eval.h"
 #include "util/names.h"
@@ -165,7 +166,7 @@ static int table_names(cp_scan *s, struct names *ns)
 			return -1;
 		if (ns->n && ns->v[ns->n - 1].site.addr == r->offset)
 			ns->v[ns->n - 1].slot = table_slot(s, i);
-		if (s->cy_major == 3 && s->cy_minor == 1) {
+		if (cp_cython_is(s, 3, 1)) {
 			if (CP_GROW(ns->idx, ns->capidx, ns->nidx + 1))
 				return -1;
 			ns->idx[ns->nidx].v = p;
@@ -173,7 +174,7 @@ static int table_names(cp_scan *s, struct names *ns)
 			ns->idx[ns->nidx++].at = r->offset;
 		}
 	}
-	return s->cy_major == 3 && s->cy_minor == 1 ? index_table(s, ns) : 0;
+	return cp_cython_is(s, 3, 1) ? index_table(s, ns) : 0;
 }
 
 /* 3.0 builds each entry {&__pyx_n_s_x, "x", n, ...} on the stack of the
@@ -447,7 +448,7 @@ static bool may_import(cp_scan *s, struct names *ns, struct code_frames *cf, con
 
 		if (q->len != p->len || memcmp(q->value, p->value, p->len))
 			continue;
-		if (!q->slot && s->cy_major == 3 && s->cy_minor == 0 && q->site.kind == CP_SITE_CODE)
+		if (!q->slot && cp_cython_is(s, 3, 0) && q->site.kind == CP_SITE_CODE)
 			q->slot = code_slot(s, cf, q->site.addr, q->loc.vaddr);
 		if (q->slot ? cp_scan_is_import_slot(s, q->slot) : indexed_may_import(s, ns, q->index))
 			return true;
@@ -503,7 +504,7 @@ static cp_status ref_pyslots(cp_scan *s, struct names *ns, struct code_frames *c
 
 		if (q->len != len || memcmp(q->value, v, len))
 			continue;
-		if (!q->slot && s->cy_major == 3 && s->cy_minor == 0 && q->site.kind == CP_SITE_CODE)
+		if (!q->slot && cp_cython_is(s, 3, 0) && q->site.kind == CP_SITE_CODE)
 			q->slot = code_slot(s, cf, q->site.addr, q->loc.vaddr);
 		if (q->slot && cp_scan_is_import_slot(s, q->slot))
 			sink.oom = sink.oom || !add_pyslot(r, q->slot);
@@ -578,9 +579,9 @@ cp_status cp_scan_from_imports(cp_scan *s, cp_error *err)
 
 	memset(&ns, 0, sizeof(ns));
 	ns.err = err;
-	if (s->cy_major == 3 && s->cy_minor >= 2)
+	if (cp_cython_at_least(s, 3, 2))
 		rc = blob_names(s, &ns);
-	else if (s->cy_major == 3 && s->cy_minor == 0)
+	else if (cp_cython_is(s, 3, 0))
 		rc = code_names(s, &ns);
 	else
 		rc = table_names(s, &ns);

@@ -3,10 +3,14 @@
 
 #include <stdint.h>
 
-static bool ident_char(char c, bool first)
+bool cp_is_ident_start(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-	       (!first && c >= '0' && c <= '9');
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+bool cp_is_ident_byte(char c)
+{
+	return cp_is_ident_start(c) || (c >= '0' && c <= '9');
 }
 
 bool cp_is_identifier(const char *s, size_t n)
@@ -16,7 +20,7 @@ bool cp_is_identifier(const char *s, size_t n)
 	if (n == 0)
 		return false;
 	for (i = 0; i < n; i++)
-		if (!ident_char(s[i], i == 0))
+		if (!(i == 0 ? cp_is_ident_start(s[i]) : cp_is_ident_byte(s[i])))
 			return false;
 	return true;
 }
@@ -26,9 +30,9 @@ bool cp_name_on_boundary(const char *text, size_t n, size_t pos, size_t len)
 	char before = pos ? text[pos - 1] : 0;
 	char after = pos + len < n ? text[pos + len] : 0;
 
-	if ((before && ident_char(before, false)) || before == '.' || before == '/')
+	if ((before && cp_is_ident_byte(before)) || before == '.' || before == '/')
 		return false;
-	return !(after && ident_char(after, false));
+	return !(after && cp_is_ident_byte(after));
 }
 
 bool cp_is_dotted_name(const char *s, size_t n)

@@ -5,6 +5,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The one definition of an identifier's bytes, ASCII whatever the locale
+ * (what Cython mangles; a non-ASCII Python name is left to CPython):
+ * [A-Za-z_] may start one, [A-Za-z0-9_] continue it. */
+bool cp_is_ident_start(char c);
+bool cp_is_ident_byte(char c);
+
 /* [A-Za-z_][A-Za-z0-9_]* over exactly n bytes (ASCII: what Cython mangles). */
 bool cp_is_identifier(const char *s, size_t n);
 

@@ -333,23 +333,20 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 	return remove(p);
 }
 
-cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_verify_opts *o, json_t **result,
-		    bool *ok, cp_error *err)
+/* The plan the child reads: the extensions to import, where they lie, and
+ * whether to call through them on a GPU. */
+static cp_status make_plan(const char *path, const char *dir, const cp_rules *rules, bool gpu, json_t *plan,
+			   cp_error *err)
 {
-	char dir[] = "/tmp/cypatch-verify-XXXXXX", plan_path[256], out[256], errf[256], why[1024] = "";
-	json_t *plan = json_object(), *exts = json_array();
+	json_t *exts = json_array();
 	size_t n = strlen(path);
-	bool whl = n > 4 && !strcmp(path + n - 4, ".whl"), added = false, timed_out = false;
-	int status = 0;
-	char *text = NULL, *errtext = NULL;
-	cp_status st = mkdtemp(dir) ? CP_OK : cp_fail(err, CP_E_IO, "cannot create a temporary directory");
+	bool added = false;
+	cp_status st;
 
-	*result = NULL;
-	*ok = false;
-	if (!st && whl) {
+	if (n > 4 && !strcmp(path + n - 4, ".whl")) {
 		st = plan_wheel(path, dir, rules, exts, err);
 		json_object_set_new(plan, "root", json_string(dir));
-	} else if (!st) {
+	} else {
 		char copy[4096], *real = realpath(path, NULL);
 
 		st = plan_extension(path, NULL, rules, exts, &added, err);
@@ -360,7 +357,69 @@ cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_ver
 			st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to verify", path);
 	}
 	json_object_set_new(plan, "extensions", exts);
-	json_object_set_new(plan, "gpu", json_boolean(o->gpu));
+	json_object_set_new(plan, "gpu", json_boolean(gpu));
+	return st;
+}
+
+/* The child's answer, read from dir: *result, or an error saying why
+ * there is none (a crash of the interpreter is an answer: a failed proof). */
+static cp_status read_answer(const char *path, const char *dir, const struct cp_verify_opts *o, int status,
+			     bool timed_out, json_t **result, cp_error *err)
+{
+	char out[256], errf[256];
+	char *text, *errtext;
+	cp_status st = CP_OK;
+
+	snprintf(out, sizeof(out), "%s/out.json", dir);
+	snprintf(errf, sizeof(errf), "%s/err.txt", dir);
+	text = read_text(out);
+	errtext = read_text(errf);
+	*result = text ? json_loads(text, 0, NULL) : NULL;
+	if (timed_out)
+		st = cp_fail(err, CP_E_INPUT, "%s: the import did not finish within %d s", path, o->timeout_s);
+	else if (!*result && WIFSIGNALED(status))
+		*result = json_pack("{s:s, s:s, s:[], s:i}", "python", o->python, "executable", o->python,
+				    "extensions", "signal", WTERMSIG(status));
+	else if (!*result)
+		st = cp_fail(err, CP_E_INPUT, "%s: %s under %s: %s", path, "the import child failed", o->python,
+			     last_line(errtext));
+	free(text);
+	free(errtext);
+	return st;
+}
+
+/* The verdict written into the result: ok, and why not. */
+static bool conclude(json_t *result, json_t *plan, const struct cp_verify_opts *o)
+{
+	char why[1024] = "";
+	bool ok = false;
+
+	if (json_object_get(result, "signal")) {
+		int sig = (int)json_integer_value(json_object_get(result, "signal"));
+
+		snprintf(why, sizeof(why), "the import child (%s) was killed by signal %d (%s)", o->python, sig,
+			 strsignal(sig));
+	} else {
+		ok = judge(result, plan, o->gpu, why, sizeof(why));
+	}
+	json_object_set_new(result, "ok", json_boolean(ok));
+	json_object_set_new(result, "why", json_string(why));
+	return ok;
+}
+
+cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_verify_opts *o, json_t **result,
+		    bool *ok, cp_error *err)
+{
+	char dir[] = "/tmp/cypatch-verify-XXXXXX", plan_path[256], out[256], errf[256];
+	json_t *plan = json_object();
+	bool timed_out = false;
+	int status = 0;
+	cp_status st = mkdtemp(dir) ? CP_OK : cp_fail(err, CP_E_IO, "cannot create a temporary directory");
+
+	*result = NULL;
+	*ok = false;
+	if (!st)
+		st = make_plan(path, dir, rules, o->gpu, plan, err);
 	snprintf(plan_path, sizeof(plan_path), "%s/plan.json", dir);
 	snprintf(out, sizeof(out), "%s/out.json", dir);
 	snprintf(errf, sizeof(errf), "%s/err.txt", dir);
@@ -368,33 +427,10 @@ cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_ver
 		st = cp_fail(err, CP_E_IO, "%s: cannot write", plan_path);
 	if (!st)
 		st = run_child(o, plan_path, out, errf, &status, &timed_out, err);
-	if (!st) {
-		text = read_text(out);
-		errtext = read_text(errf);
-		*result = text ? json_loads(text, 0, NULL) : NULL;
-		if (timed_out)
-			st = cp_fail(err, CP_E_INPUT, "%s: the import did not finish within %d s", path, o->timeout_s);
-		else if (!*result && WIFSIGNALED(status))
-			/* the module crashed the interpreter: a failed proof, not bad input */
-			*result = json_pack("{s:s, s:s, s:[], s:i}", "python", o->python, "executable", o->python,
-					    "extensions", "signal", WTERMSIG(status));
-		else if (!*result)
-			st = cp_fail(err, CP_E_INPUT, "%s: %s under %s: %s", path, "the import child failed", o->python,
-				     last_line(errtext));
-	}
-	if (!st && json_object_get(*result, "signal")) {
-		snprintf(why, sizeof(why), "the import child (%s) was killed by signal %d (%s)", o->python,
-			 (int)json_integer_value(json_object_get(*result, "signal")),
-			 strsignal((int)json_integer_value(json_object_get(*result, "signal"))));
-		json_object_set_new(*result, "ok", json_false());
-		json_object_set_new(*result, "why", json_string(why));
-	} else if (!st) {
-		*ok = judge(*result, plan, o->gpu, why, sizeof(why));
-		json_object_set_new(*result, "ok", json_boolean(*ok));
-		json_object_set_new(*result, "why", json_string(why));
-	}
-	free(text);
-	free(errtext);
+	if (!st)
+		st = read_answer(path, dir, o, status, timed_out, result, err);
+	if (!st)
+		*ok = conclude(*result, plan, o);
 	json_decref(plan);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return st;
