@@ -10,7 +10,16 @@
 #ifndef CP_ARCH_H
 #define CP_ARCH_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include "cypatch.h"
+
+struct cp_image;
+struct cp_dis;
+struct cp_insn_facts;
+struct cp_code_visitor;
+struct cp_frame;
 
 /* What a dynamic relocation does, as far as cypatch cares. */
 enum cp_reloc_kind {
@@ -29,7 +38,32 @@ struct cp_arch {
 	enum cp_reloc_kind (*reloc_kind)(uint32_t type);
 	const char *(*reloc_name)(uint32_t type);
 
-	/* Reading code (decoder, code walk, frame evaluation). */
+	/* Reading code (decoder, code walk, frame evaluation; arch/code.h and
+	 * arch/frame.h say what each does). */
+	const char *triplet;     /* the GNU triplet of its Linux: "x86_64-linux-gnu" */
+	unsigned max_insn;       /* the longest instruction, in bytes */
+	const int8_t *arg_regs;  /* the integer argument registers, ABI order */
+	unsigned nargs;
+	int8_t ret_reg;          /* the register a function returns a pointer in */
+	uint32_t caller_saved;   /* registers a call may change, a bit each */
+	cp_status (*dis_open)(struct cp_dis *d, cp_error *err);
+	void (*dis_close)(struct cp_dis *d);
+	bool (*dis_next)(struct cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr);
+	bool (*insn_pcrel)(const struct cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64_t *target);
+	bool (*insn_reaches)(const struct cp_dis *d, uint64_t *target);
+	bool (*insn_immediate)(const struct cp_dis *d, uint8_t *off, uint8_t *size, int64_t *value);
+	bool (*insn_is_cmp_reg_imm)(const struct cp_dis *d);
+	unsigned (*insn_operand_size)(const struct cp_dis *d);
+	bool (*insn_displacement)(const struct cp_dis *d, uint8_t *off, uint8_t *size, int64_t *value);
+	unsigned (*insn_size)(const struct cp_dis *d);
+	void (*insn_describe)(const struct cp_dis *d, char *buf, size_t n);
+	void (*insn_facts)(const struct cp_dis *d, struct cp_insn_facts *f);
+	void (*insn_flow)(const struct cp_dis *d, struct cp_insn_facts *f);
+	bool (*calls_nothing)(struct cp_dis *d, const struct cp_image *img, uint64_t addr);
+	cp_status (*code_walk)(const struct cp_image *img, uint64_t start, uint64_t end,
+			       const struct cp_code_visitor *v, cp_error *err);
+	cp_status (*frame_eval)(const struct cp_image *img, uint64_t start, uint64_t end, bool callee,
+				struct cp_frame *f, cp_error *err);
 
 	/* Writing code (re-encoding operands, branches, thunks, the stub). */
 };

@@ -2,7 +2,7 @@
  * rescan.c - the output is scanned again and compared with the plan.
  */
 #include "emit/rescan.h"
-#include "arch/x86_64/disasm.h"
+#include "arch/code.h"
 #include "util/error.h"
 #include "scan/scan.h"
 
@@ -107,7 +107,7 @@ static cp_status operands_decode(const cp_image *out, const char *name, const st
 {
 	cp_dis d;
 	size_t i;
-	cp_status st = cp_dis_open(&d, err);
+	cp_status st = cp_dis_open(&d, out, err);
 
 	for (i = 0; !st && i < p->nedits; i++) {
 		const struct cp_edit *e = &p->edits[i];

@@ -10,7 +10,7 @@
 #include "util/error.h"
 #include "util/names.h"
 #include "plan/plan_internal.h"
-#include "arch/x86_64/frame_eval.h"
+#include "arch/frame.h"
 
 #include <elf.h>
 #include <stdlib.h>
@@ -727,7 +727,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	/* names the scan could not see would be left behind */
 	if (scan->incomplete[0])
 		return cp_fail(err, CP_E_INPUT, "%s: %s", img->path, scan->incomplete);
-	st = cp_dis_open(&pl.dis, err);
+	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;
 	st = make_forms(&pl);

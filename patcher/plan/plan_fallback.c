@@ -506,7 +506,7 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 				       img->path, scan->refs[k].module, scan->shared_import);
 	for (k = 0; k < NREDIRECTS; k++)
 		f.need[k] = needed(scan, redirects[k].api);
-	st = cp_dis_open(&pl.dis, err);
+	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;
 	st = find_slots(&f);

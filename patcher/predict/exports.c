@@ -2,7 +2,7 @@
  * exports.c - a provider's exported capsules (see exports.h).
  */
 #include "predict/exports.h"
-#include "arch/x86_64/disasm.h"
+#include "arch/code.h"
 #include "util/error.h"
 #include "scan/scan.h"
 

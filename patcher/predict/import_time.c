@@ -8,7 +8,7 @@
  * never do. The graph is one node per instruction.
  */
 #include "predict/import_time.h"
-#include "arch/x86_64/disasm.h"
+#include "arch/code.h"
 
 #include <assert.h>
 #include <elf.h>
@@ -27,10 +27,10 @@ struct node {
 	uint32_t succ[2];     /* the same as node indexes, or NONE */
 	uint32_t fall_from;   /* the node that falls through into this one */
 	uint64_t call_target; /* direct calls */
-	uint64_t lea_rdi;     /* lea rdi, [rip + x]: x */
-	uint16_t writes;      /* registers written (bit per 64-bit register) */
+	uint64_t arg0_addr;   /* the first argument register set to a PC-relative address: it */
+	uint32_t writes;      /* registers written (bit per register) */
 	int8_t copy_dst, copy_src, test_reg;
-	uint8_t jcc;          /* J_EQ, J_NE: je/jne */
+	uint8_t jcc;          /* J_EQ, J_NE: a branch on equal, not equal */
 	bool call, store;     /* store: a call of PyDict_SetItem */
 };
 
@@ -120,100 +120,71 @@ static int map_grow(cp_import_time *t)
 	return 0;
 }
 
-static bool is_jcc(unsigned id)
+/* A call: where it goes, and whether it returns or stores. */
+static void classify_call(cp_import_time *t, const struct cp_insn_facts *f, struct node *o)
 {
-	return id >= X86_INS_JAE && id <= X86_INS_JS && id != X86_INS_JMP;
+	uint64_t got = f->via_slot ? f->slot : 0;
+	const char *name;
+
+	o->call = true;
+	o->writes = ~0u;
+	if (f->direct)
+		o->call_target = f->target;
+	name = o->call_target || got ? callee_name(t->img, o->call_target, got) : NULL;
+	if (is_noreturn(name))
+		o->tgt[0] = 0;
+	o->store = name && (!strcmp(name, "PyDict_SetItem") || !strcmp(name, "PyDict_SetItemString"));
 }
 
 /* The facts of one instruction the analysis uses. */
-static void classify(cp_import_time *t, const cs_insn *ci, struct node *o)
+static void classify(cp_import_time *t, const struct cp_insn_facts *f, struct node *o)
 {
-	const cs_x86 *x = &ci->detail->x86;
-	const cs_x86_op *op = &x->operands[0];
-	uint64_t fall = ci->address + ci->size, start, end;
-	cs_regs rd, wr;
-	uint8_t nrd, nwr, i;
+	uint64_t fall = f->addr + f->size, start, end;
 
 	o->copy_dst = o->copy_src = o->test_reg = -1;
 	o->tgt[0] = fall;
-	if (cp_image_function(t->img, ci->address, &start, &end) && fall >= end)
+	if (cp_image_function(t->img, f->addr, &start, &end) && fall >= end)
 		o->tgt[0] = 0; /* nothing falls into the next function */
-	if (cs_regs_access(t->dis.handle, ci, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
-		for (i = 0; i < nwr; i++)
-			if (cp_reg64((x86_reg)wr[i]) >= 0)
-				o->writes |= (uint16_t)(1u << cp_reg64((x86_reg)wr[i]));
-	} else {
-		o->writes = 0xffff;
-	}
-	switch (ci->id) {
-	case X86_INS_RET: case X86_INS_UD2: case X86_INS_HLT: case X86_INS_INT3:
+	o->writes = f->writes;
+	switch (f->flow) {
+	case CP_FLOW_RET: case CP_FLOW_HALT: case CP_FLOW_TRAP:
 		o->tgt[0] = 0;
 		return;
-	case X86_INS_JMP:
+	case CP_FLOW_JUMP:
 		o->tgt[0] = 0;
-		if (x->op_count == 1 && op->type == X86_OP_IMM && cp_image_plt_name(t->img, (uint64_t)op->imm))
+		if (f->direct && cp_image_plt_name(t->img, f->target))
 			return; /* a tail call of an imported function */
-		if (x->op_count == 1 && op->type == X86_OP_IMM)
-			o->tgt[1] = (uint64_t)op->imm;
+		if (f->direct)
+			o->tgt[1] = f->target;
 		else
 			t->gave_up = true; /* a jump table or a tail call through a pointer */
 		return;
-	case X86_INS_CALL: {
-		uint64_t got = 0;
-		const char *name;
-
-		o->call = true;
-		o->writes = 0xffff;
-		if (x->op_count == 1 && op->type == X86_OP_IMM)
-			o->call_target = (uint64_t)op->imm;
-		else if (x->op_count == 1 && op->type == X86_OP_MEM && op->mem.base == X86_REG_RIP)
-			got = fall + (uint64_t)op->mem.disp;
-		name = o->call_target || got ? callee_name(t->img, o->call_target, got) : NULL;
-		if (is_noreturn(name))
-			o->tgt[0] = 0;
-		o->store = name && (!strcmp(name, "PyDict_SetItem") || !strcmp(name, "PyDict_SetItemString"));
+	case CP_FLOW_CALL:
+		classify_call(t, f, o);
 		return;
-	}
+	case CP_FLOW_COND:
+		if (f->direct)
+			o->tgt[1] = f->target;
+		o->jcc = f->cond == CP_COND_EQ ? J_EQ : f->cond == CP_COND_NE ? J_NE : J_NONE;
+		return;
 	default:
 		break;
 	}
-	if (is_jcc(ci->id) || ci->id == X86_INS_JRCXZ || ci->id == X86_INS_JECXZ || ci->id == X86_INS_LOOP) {
-		if (x->op_count == 1 && op->type == X86_OP_IMM)
-			o->tgt[1] = (uint64_t)op->imm;
-		o->jcc = ci->id == X86_INS_JE ? J_EQ : ci->id == X86_INS_JNE ? J_NE : J_NONE;
-		return;
-	}
-	if (x->op_count != 2)
-		return;
-	if (ci->id == X86_INS_LEA && op->type == X86_OP_REG && cp_reg64(op->reg) == cp_arg_regs[0] &&
-	    x->operands[1].mem.base == X86_REG_RIP && x->operands[1].mem.index == X86_REG_INVALID)
-		o->lea_rdi = fall + (uint64_t)x->operands[1].mem.disp;
-	else if (ci->id == X86_INS_MOV && op->type == X86_OP_REG && op->size == 8 &&
-		 x->operands[1].type == X86_OP_REG && x->operands[1].size == 8) {
-		o->copy_dst = (int8_t)cp_reg64(op->reg);
-		o->copy_src = (int8_t)cp_reg64(x->operands[1].reg);
-	} else if (ci->id == X86_INS_TEST && op->type == X86_OP_REG && op->size == 8 &&
-		   x->operands[1].type == X86_OP_REG && x->operands[1].reg == op->reg)
-		o->test_reg = (int8_t)cp_reg64(op->reg);
+	if (f->addr_reg >= 0 && f->addr_reg == cp_arg_reg(t->img, 0))
+		o->arg0_addr = f->addr_val;
+	o->copy_dst = f->copy_dst;
+	o->copy_src = f->copy_src;
+	o->test_reg = f->test_reg;
 }
 
 static cp_status add_node(cp_import_time *t, uint64_t addr, uint32_t from, cp_error *err)
 {
-	const struct cp_section *s = cp_image_section_at(t->img, addr);
-	const uint8_t *code;
-	size_t size;
-	uint64_t a = addr;
+	struct cp_insn_facts f;
 	struct node *o;
 	size_t h;
 
-	if (!s || !cp_section_is_code(s) || addr >= s->addr + s->size) {
-		t->gave_up = true; /* a jump out of the code */
-		return CP_OK;
-	}
-	size = (size_t)(s->addr + s->size - addr < 16 ? s->addr + s->size - addr : 16);
-	code = cp_image_va_bytes(t->img, addr, size);
-	if (!code || !cs_disasm_iter(t->dis.handle, &code, &size, &a, t->dis.insn)) {
-		t->gave_up = true;
+	if (!cp_dis_at(&t->dis, t->img, addr)) {
+		t->gave_up = true; /* a jump out of the code, or not code */
 		return CP_OK;
 	}
 	if (t->nn >= MAX_NODES) {
@@ -227,7 +198,8 @@ static cp_status add_node(cp_import_time *t, uint64_t addr, uint32_t from, cp_er
 	o->addr = addr;
 	o->succ[0] = o->succ[1] = NONE;
 	o->fall_from = from;
-	classify(t, t->dis.insn, o);
+	cp_insn_facts(&t->dis, &f);
+	classify(t, &f, o);
 	for (h = hash(addr, t->capmap); t->map[h] != NONE; h = (h + 1) & (t->capmap - 1))
 		;
 	t->map[h] = (uint32_t)t->nn++;
@@ -284,17 +256,17 @@ static cp_status build(cp_import_time *t, uint64_t entry, cp_error *err)
 	return st;
 }
 
-/* The C string a call passes as its first argument, when an lea sets rdi
- * in the straight code right before it. */
-static const char *rdi_string(const cp_import_time *t, uint32_t call)
+/* The C string a call passes as its first argument, when a PC-relative
+ * address is put in its register in the straight code right before it. */
+static const char *arg0_string(const cp_import_time *t, uint32_t call)
 {
 	uint32_t i = t->n[call].fall_from;
 	int steps;
 
 	for (steps = 0; i != NONE && steps < 8; steps++, i = t->n[i].fall_from) {
-		if (t->n[i].lea_rdi)
-			return cp_image_cstring(t->img, t->n[i].lea_rdi, 512);
-		if (t->n[i].call || (t->n[i].writes & (1u << cp_arg_regs[0])))
+		if (t->n[i].arg0_addr)
+			return cp_image_cstring(t->img, t->n[i].arg0_addr, 512);
+		if (t->n[i].call || (t->n[i].writes & (1u << cp_arg_reg(t->img, 0))))
 			return NULL;
 	}
 	return NULL;
@@ -307,7 +279,7 @@ static void find_qual(cp_import_time *t)
 	size_t i, ml = strlen(t->modname);
 
 	for (i = 0; i < t->nn && !t->qual; i++) {
-		const char *s = t->n[i].call ? rdi_string(t, (uint32_t)i) : NULL;
+		const char *s = t->n[i].call ? arg0_string(t, (uint32_t)i) : NULL;
 		size_t l = s ? strlen(s) : 0;
 
 		if (s && !strncmp(s, "init ", 5) && l >= 5 + ml && !strcmp(s + l - ml, t->modname) &&
@@ -396,7 +368,7 @@ static void reach(cp_import_time *t, uint32_t from, const uint32_t block[2], uin
  * meets it does not go on to an except clause. */
 static bool is_error_exit(const cp_import_time *t, uint32_t v)
 {
-	const char *s = t->n[v].call ? rdi_string(t, v) : NULL;
+	const char *s = t->n[v].call ? arg0_string(t, v) : NULL;
 
 	return s && !strncmp(s, "init ", 5) && !strcmp(s + 5, t->qual);
 }
@@ -410,15 +382,15 @@ static bool is_error_exit(const cp_import_time *t, uint32_t v)
  * are dropped. */
 static size_t null_branches(const cp_import_time *t, uint32_t c, uint32_t out[MAX_NULL])
 {
-	struct { uint32_t v; uint16_t held; int steps; } stack[16];
+	struct { uint32_t v; uint32_t held; int steps; } stack[16];
 	size_t ns = 0, n = 0;
 
 	stack[ns].v = t->n[c].succ[0];
-	stack[ns].held = (uint16_t)(1u << cp_reg64(X86_REG_RAX));
+	stack[ns].held = 1u << t->img->arch->ret_reg;
 	stack[ns++].steps = 0;
 	while (ns && n < MAX_NULL) {
 		uint32_t v = stack[--ns].v;
-		uint16_t held = stack[ns].held;
+		uint32_t held = stack[ns].held;
 		int steps = stack[ns].steps;
 		const struct node *o;
 
@@ -436,9 +408,9 @@ static size_t null_branches(const cp_import_time *t, uint32_t c, uint32_t out[MA
 			continue;
 		}
 		if (o->copy_dst >= 0 && o->copy_src >= 0 && (held & (1u << o->copy_src)))
-			held |= (uint16_t)(1u << o->copy_dst);
+			held |= 1u << o->copy_dst;
 		else
-			held &= (uint16_t)~o->writes;
+			held &= ~o->writes;
 		if (!held)
 			continue;
 		if (o->tgt[1] && ns < 15) {
@@ -471,7 +443,7 @@ static bool handled(cp_import_time *t, uint32_t c)
 
 			if (!(t->mark[i] & 2) || !t->n[i].call || is_error_exit(t, (uint32_t)i))
 				continue;
-			s = rdi_string(t, (uint32_t)i);
+			s = arg0_string(t, (uint32_t)i);
 			if (s && !strcmp(s, t->qual))
 				return true;
 		}
@@ -563,13 +535,14 @@ static cp_status find_callees(cp_import_time *t, cp_error *err)
 			continue;
 		a = start;
 		size = (size_t)(end - start);
-		while (budget-- && size && cs_disasm_iter(t->dis.handle, &code, &size, &a, t->dis.insn)) {
-			const cs_x86 *x = &t->dis.insn->detail->x86;
+		while (budget-- && size && cp_dis_next(&t->dis, &code, &size, &a)) {
+			struct cp_insn_facts f;
 			uint64_t to, s0, e0;
 
-			if (t->dis.insn->id != X86_INS_CALL || x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+			cp_insn_flow(&t->dis, &f);
+			if (f.flow != CP_FLOW_CALL || !f.direct)
 				continue;
-			to = (uint64_t)x->operands[0].imm;
+			to = f.target;
 			if (cp_image_plt_name(t->img, to) || !cp_image_function(t->img, to, &s0, &e0) ||
 			    is_callee(t, s0))
 				continue;
@@ -620,7 +593,7 @@ cp_status cp_import_time_open(const cp_image *img, const char *modname, cp_impor
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	t->img = img;
 	snprintf(t->modname, sizeof(t->modname), "%s", modname);
-	st = cp_dis_open(&t->dis, err);
+	st = cp_dis_open(&t->dis, img, err);
 	if (st) {
 		free(t);
 		return st;

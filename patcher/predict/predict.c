@@ -15,7 +15,6 @@
 #include "util/write.h"
 
 #include <dirent.h>
-#include <elf.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,20 +334,12 @@ static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_sc
 	return st;
 }
 
-static uint16_t machine_of(const cp_image *img)
-{
-	uint16_t m = 0;
-
-	if (img->size >= sizeof(Elf64_Ehdr))
-		memcpy(&m, img->data + offsetof(Elf64_Ehdr, e_machine), sizeof(m));
-	return m;
-}
-
 /*
  * The suffix the target interpreter gives its own extensions: the
  * consumer's when it names an interpreter (.cpython-311-x86_64-linux-gnu.so),
  * else (an abi3 consumer, .abi3.so) the one of the site's interpreter, from
- * its path (lib/python3.11/site-packages) and the consumer's machine.
+ * its path (lib/python3.11/site-packages) and the consumer's machine (its
+ * arch's triplet).
  */
 static void interpreter_suffix(struct ctx *c, const cp_image *img)
 {
@@ -361,7 +352,7 @@ static void interpreter_suffix(struct ctx *c, const cp_image *img)
 		snprintf(c->ext, sizeof(c->ext), "%s", c->suffix);
 		return;
 	}
-	triplet = machine_of(img) == EM_AARCH64 ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
+	triplet = img->arch->triplet;
 	if (p && sscanf(p, "/python3.%u%c", &minor, &tail) == 2 && tail == '/' && minor < 100)
 		snprintf(c->ext, sizeof(c->ext), ".cpython-3%u-%s.so", minor, triplet);
 }

@@ -3,19 +3,19 @@
  * reach.h).
  *
  * The function is decoded linearly once (GCC and clang keep no data in
- * .text). A state is "the value of register r right before instruction i";
- * its predecessors are the instruction before i, unless that one ends its
- * block (jmp, ret, ud2), and every direct jump to i. A jump to i from
- * outside the function (a .cold part; a tail call, unless i is the
- * function's first instruction, which one enters as a call does), a block
- * nothing is seen
- * to reach (a jump table's target; but padding nops after a return are no
- * path at all), or a write to r other than a load of a RIP-relative
- * address, a constant or a copy of another register makes the answer
- * unknown.
+ * .text), each instruction read as the facts of arch/code.h. A state is
+ * "the value of location r right before instruction i" (a register, or a
+ * stack slot); its predecessors are the instruction before i, unless that
+ * one ends its block (a jump, a return, a halt), and every direct jump to
+ * i. A jump to i from outside the function (a .cold part; a tail call,
+ * unless i is the function's first instruction, which one enters as a call
+ * does), a block nothing is seen to reach (a jump table's target; but
+ * padding nops after a return are no path at all), or a write to r other
+ * than a load of a PC-relative address, a constant or a copy of another
+ * register makes the answer unknown.
  */
 #include "scan/reach.h"
-#include "arch/x86_64/disasm.h"
+#include "arch/code.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,25 +24,26 @@
 
 struct insn {
 	uint64_t addr;
-	uint16_t writes;   /* registers it writes (bit per 64-bit register) */
-	int8_t load_reg;   /* mov r64, [rip + x]: r, else -1 */
-	int8_t copy_dst, copy_src; /* mov r64, r64, else -1 */
-	int8_t imm_reg;    /* mov r, imm (32 or 64 bits), xor r, r: r, else -1 */
+	uint32_t writes;   /* registers it writes (bit per register) */
+	int8_t load_reg;   /* a whole register loaded from [pc + x]: it, else -1 */
+	int8_t copy_dst, copy_src; /* a whole register copied, else -1 */
+	int8_t imm_reg;    /* a register set to a constant: it, else -1 */
 	uint64_t imm;
-	bool ends;         /* jmp, ret, ud2, hlt: no fallthrough */
+	bool ends;         /* a jump, return or halt: no fallthrough */
 	bool nop;          /* alignment padding, when nothing jumps to it */
-	bool moves_rsp;    /* writes rsp (push, pop, sub rsp, ...) */
-	int8_t spill_src;  /* mov [rsp + spill_disp], r64: r, else -1 */
-	int8_t fill_dst;   /* mov r64, [rsp + fill_disp]: r, else -1 */
+	bool moves_sp;     /* writes the stack pointer (push, pop, sub, ...) */
+	int8_t spill_src;  /* a whole register stored to [sp + spill_disp], else -1 */
+	int8_t fill_dst;   /* a whole register loaded from [sp + fill_disp], else -1 */
 	int32_t spill_disp, fill_disp;
-	bool stack_write;  /* another write to [rsp + stack_disp, + stack_size) */
-	bool stack_lea;    /* lea r, [rsp + stack_disp]: that address is taken */
+	bool stack_write;  /* another write to [sp + stack_disp, + stack_size) */
+	bool stack_lea;    /* the address sp + stack_disp is taken */
 	int32_t stack_disp;
 	uint8_t stack_size;
 	uint64_t load_addr;
 };
 
-#define NLOC 32            /* per instruction: 16 registers, then 16 stack slots */
+#define NREG CP_MAX_REGS
+#define NLOC (NREG + 16)   /* per instruction: the registers, then 16 stack slots */
 
 struct cp_reach {
 	const cp_image *img;
@@ -53,13 +54,11 @@ struct cp_reach {
 	struct insn *in;
 	size_t n, cap;
 	uint8_t *seen;        /* n * NLOC states */
-	int32_t slot_disp[NLOC - 16]; /* the stack slots of the question asked */
+	int32_t slot_disp[NLOC - NREG]; /* the stack slots of the question asked */
 	size_t nslots;
 	size_t *stack;
 	size_t nstack, capstack;
 };
-
-static const int call_clobbers[] = { 0, 1, 2, 6, 7, 8, 9, 10, 11 };
 
 static int by_target(const void *a, const void *b)
 {
@@ -113,7 +112,7 @@ cp_status cp_reach_open(const cp_image *img, const struct cp_jump *jumps, size_t
 
 	if (!r)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
-	st = cp_dis_open(&r->dis, err);
+	st = cp_dis_open(&r->dis, img, err);
 	if (st) {
 		free(r);
 		return st;
@@ -136,90 +135,36 @@ void cp_reach_close(cp_reach *r)
 	free(r);
 }
 
-/* What an instruction does to [rsp + d]: spills and reloads of a 64-bit
- * register, other writes, and addresses taken. */
-static void classify_stack(const cs_insn *ci, struct insn *o)
+/* The facts of one instruction the analysis uses. */
+static void classify(const struct cp_arch *arch, const struct cp_insn_facts *f, struct insn *o)
 {
-	const cs_x86 *x = &ci->detail->x86;
-	uint8_t i;
-
-	for (i = 0; i < x->op_count; i++) {
-		const cs_x86_op *op = &x->operands[i];
-
-		if (op->type != X86_OP_MEM || op->mem.base != X86_REG_RSP || op->mem.segment != X86_REG_INVALID)
-			continue;
-		if (op->mem.index != X86_REG_INVALID || op->mem.disp < INT32_MIN || op->mem.disp > INT32_MAX) {
-			o->stack_write = true; /* anywhere in the frame */
-			o->stack_disp = INT32_MIN;
-			continue;
-		}
-		if (ci->id == X86_INS_LEA) {
-			o->stack_lea = true;
-			o->stack_disp = (int32_t)op->mem.disp;
-		} else if (ci->id == X86_INS_MOV && i == 0 && op->size == 8 && x->operands[1].type == X86_OP_REG &&
-			   x->operands[1].size == 8) {
-			o->spill_src = (int8_t)cp_reg64(x->operands[1].reg);
-			o->spill_disp = (int32_t)op->mem.disp;
-		} else if (ci->id == X86_INS_MOV && i == 1 && op->size == 8 && x->operands[0].type == X86_OP_REG &&
-			   x->operands[0].size == 8) {
-			o->fill_dst = (int8_t)cp_reg64(x->operands[0].reg);
-			o->fill_disp = (int32_t)op->mem.disp;
-		} else if (op->access & CS_AC_WRITE) {
-			o->stack_write = true;
-			o->stack_disp = (int32_t)op->mem.disp;
-			o->stack_size = op->size;
-		}
-	}
-}
-
-static void classify(cp_reach *r, const cs_insn *ci, struct insn *o)
-{
-	const cs_x86 *x = &ci->detail->x86;
-	cs_regs rd, wr;
-	uint8_t nrd, nwr, i;
-
 	memset(o, 0, sizeof(*o));
-	o->addr = ci->address;
+	o->addr = f->addr;
 	o->load_reg = o->copy_dst = o->copy_src = o->imm_reg = o->spill_src = o->fill_dst = -1;
-	o->nop = ci->id == X86_INS_NOP;
-	o->ends = ci->id == X86_INS_JMP || ci->id == X86_INS_RET || ci->id == X86_INS_UD2 || ci->id == X86_INS_HLT;
-	if (ci->id == X86_INS_CALL) {
-		for (i = 0; i < sizeof(call_clobbers) / sizeof(call_clobbers[0]); i++)
-			o->writes |= (uint16_t)(1u << call_clobbers[i]);
+	o->nop = f->nop;
+	o->ends = f->flow == CP_FLOW_JUMP || f->flow == CP_FLOW_RET || f->flow == CP_FLOW_HALT;
+	if (f->flow == CP_FLOW_CALL) {
+		o->writes = arch->caller_saved;
 		return;
 	}
-	if (cs_regs_access(r->dis.handle, ci, rd, &nrd, wr, &nwr) != CS_ERR_OK) {
-		o->writes = 0xffff;
+	o->writes = f->writes;
+	if (!f->regs_known)
 		return;
-	}
-	for (i = 0; i < nwr; i++) {
-		int k = cp_reg64((x86_reg)wr[i]);
-
-		if (k >= 0)
-			o->writes |= (uint16_t)(1u << k);
-	}
-	o->moves_rsp = (o->writes >> cp_reg64(X86_REG_RSP)) & 1;
-	classify_stack(ci, o);
-	if (x->op_count == 2 && x->operands[0].type == X86_OP_REG && x->operands[0].size >= 4 &&
-	    ((ci->id == X86_INS_MOV && x->operands[1].type == X86_OP_IMM) ||
-	     (ci->id == X86_INS_XOR && x->operands[1].type == X86_OP_REG && x->operands[1].reg == x->operands[0].reg))) {
-		o->imm_reg = (int8_t)cp_reg64(x->operands[0].reg);
-		o->imm = ci->id == X86_INS_XOR ? 0 : (uint64_t)x->operands[1].imm;
-		if (x->operands[0].size == 4)
-			o->imm &= 0xffffffffull; /* a 32-bit write clears the upper half */
-		return;
-	}
-	if (ci->id != X86_INS_MOV || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
-	    x->operands[0].size != 8)
-		return;
-	if (x->operands[1].type == X86_OP_MEM && x->operands[1].mem.base == X86_REG_RIP &&
-	    x->operands[1].mem.index == X86_REG_INVALID && x->operands[1].mem.segment == X86_REG_INVALID) {
-		o->load_reg = (int8_t)cp_reg64(x->operands[0].reg);
-		o->load_addr = ci->address + ci->size + (uint64_t)x->operands[1].mem.disp;
-	} else if (x->operands[1].type == X86_OP_REG && x->operands[1].size == 8) {
-		o->copy_dst = (int8_t)cp_reg64(x->operands[0].reg);
-		o->copy_src = (int8_t)cp_reg64(x->operands[1].reg);
-	}
+	o->moves_sp = f->moves_sp;
+	o->spill_src = f->stack.spill_src;
+	o->fill_dst = f->stack.fill_dst;
+	o->spill_disp = f->stack.spill_disp;
+	o->fill_disp = f->stack.fill_disp;
+	o->stack_write = f->stack.write;
+	o->stack_lea = f->stack.addr_taken;
+	o->stack_disp = f->stack.disp;
+	o->stack_size = f->stack.size;
+	o->imm_reg = f->imm_reg;
+	o->imm = f->imm;
+	o->load_reg = f->load_reg;
+	o->load_addr = f->load_addr;
+	o->copy_dst = f->copy_dst;
+	o->copy_src = f->copy_src;
 }
 
 /* Decodes the function [start, end) unless it is the one decoded last. */
@@ -227,6 +172,7 @@ static cp_status decode(cp_reach *r, uint64_t start, uint64_t end, cp_error *err
 {
 	const struct cp_section *s = cp_image_section_at(r->img, start);
 	const uint8_t *code;
+	struct cp_insn_facts f;
 	size_t size;
 	uint64_t addr = start;
 
@@ -243,21 +189,22 @@ static cp_status decode(cp_reach *r, uint64_t start, uint64_t end, cp_error *err
 	while (size > 0) {
 		if (CP_GROW(r->in, r->cap, r->n + 1))
 			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
-		if (!cs_disasm_iter(r->dis.handle, &code, &size, &addr, r->dis.insn)) {
+		if (!cp_dis_next(&r->dis, &code, &size, &addr)) {
 			/* not code: nothing falls through it, nothing is known past it */
 			memset(&r->in[r->n], 0, sizeof(r->in[r->n]));
 			r->in[r->n].addr = addr;
-			r->in[r->n].writes = 0xffff;
+			r->in[r->n].writes = ~0u;
 			r->in[r->n].load_reg = r->in[r->n].copy_dst = r->in[r->n].copy_src = r->in[r->n].imm_reg = -1;
 			r->in[r->n].spill_src = r->in[r->n].fill_dst = -1;
-			r->in[r->n].moves_rsp = true;
+			r->in[r->n].moves_sp = true;
 			r->in[r->n++].ends = true;
 			code++;
 			size--;
 			addr++;
 			continue;
 		}
-		classify(r, r->dis.insn, &r->in[r->n++]);
+		cp_insn_facts(&r->dis, &f);
+		classify(r->img->arch, &f, &r->in[r->n++]);
 	}
 	free(r->seen);
 	r->seen = malloc(r->n ? r->n * NLOC : 1);
@@ -328,7 +275,7 @@ static size_t jumps_to(const cp_reach *r, uint64_t addr, size_t *first)
 	return n;
 }
 
-/* The location (16 + i) of stack slot [rsp + d] in this question, or -1
+/* The location (NREG + i) of stack slot [sp + d] in this question, or -1
  * when its address is taken somewhere in the function (a call may write
  * it then) or the question has too many slots. */
 static int slot_of(cp_reach *r, int32_t d)
@@ -337,23 +284,23 @@ static int slot_of(cp_reach *r, int32_t d)
 
 	for (i = 0; i < r->nslots; i++)
 		if (r->slot_disp[i] == d)
-			return (int)(16 + i);
+			return (int)(NREG + i);
 	for (i = 0; i < r->n; i++)
 		if (r->in[i].stack_lea && r->in[i].stack_disp <= d && (int64_t)d - r->in[i].stack_disp < 64)
 			return -1;
-	if (r->nslots == NLOC - 16)
+	if (r->nslots == NLOC - NREG)
 		return -1;
 	r->slot_disp[r->nslots] = d;
-	return (int)(16 + r->nslots++);
+	return (int)(NREG + r->nslots++);
 }
 
-/* The stack slot loc (16 + i) right before instruction p + 1. */
+/* The stack slot loc (NREG + i) right before instruction p + 1. */
 static bool step_slot(cp_reach *r, size_t idx, int loc)
 {
 	const struct insn *p = &r->in[idx - 1];
-	int32_t d = r->slot_disp[loc - 16];
+	int32_t d = r->slot_disp[loc - NREG];
 
-	if (p->moves_rsp)
+	if (p->moves_sp)
 		return false;
 	if (p->spill_src >= 0 && p->spill_disp == d)
 		return push(r, idx - 1, p->spill_src);
@@ -376,7 +323,7 @@ static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, boo
 	for (k = first; k < first + nj; k++) {
 		long j = r->jumps[k].from >= r->start && r->jumps[k].from < r->end ? index_of(r, r->jumps[k].from) : -1;
 
-		if (j < 0 && idx == 0 && reg < 16)
+		if (j < 0 && idx == 0 && reg < NREG)
 			continue; /* a tail call: it enters with its arguments as a call does */
 		if (j < 0)
 			return false; /* from outside the function */
@@ -385,13 +332,15 @@ static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, boo
 		reached = true;
 	}
 	if (idx == 0) {
-		for (a = 0; a < 6 && cp_arg_regs[a] != reg; a++)
+		const struct cp_arch *arch = r->img->arch;
+
+		for (a = 0; a < (int)arch->nargs && arch->arg_regs[a] != reg; a++)
 			;
-		return a < 6 && merge(acc, any, CP_REACH_ARG, (uint64_t)a);
+		return a < (int)arch->nargs && merge(acc, any, CP_REACH_ARG, (uint64_t)a);
 	}
 	if (r->in[idx - 1].ends)
 		return reached || r->in[idx].nop; /* padding after a return: no path */
-	if (reg >= 16)
+	if (reg >= NREG)
 		return step_slot(r, idx, reg);
 	{
 		const struct insn *p = &r->in[idx - 1];
@@ -422,7 +371,7 @@ cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val 
 
 	out->kind = CP_REACH_UNKNOWN;
 	out->v = 0;
-	if (reg < 0 || reg > 15 || !cp_image_function(r->img, at, &start, &end))
+	if (reg < 0 || reg >= NREG || !cp_image_function(r->img, at, &start, &end))
 		return CP_OK;
 	st = decode(r, start, end, err);
 	if (st)

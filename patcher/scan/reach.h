@@ -1,6 +1,6 @@
 /*
  * reach.h - the value a register holds at an instruction, found backwards
- * over the branches of the function it is in (x86-64).
+ * over the branches of the function it is in.
  *
  * The code walk follows registers forwards in address order and forgets
  * them at every jump, which loses a value loaded in one block and used in
@@ -15,7 +15,7 @@
 #include "util/error.h"
 #include "elf/image.h"
 
-/* A direct jmp or jcc, anywhere in the image's code. */
+/* A direct jump, conditional or not, anywhere in the image's code. */
 struct cp_jump {
 	uint64_t from, to;
 };
@@ -25,9 +25,9 @@ cp_status cp_reach_jumps(const cp_image *img, struct cp_jump **out, size_t *n, c
 
 enum cp_reach_kind {
 	CP_REACH_UNKNOWN,
-	CP_REACH_SLOT, /* loaded from the RIP-relative address v, on every path */
-	CP_REACH_ARG,  /* the function's argument v (0..5), unchanged, on every path */
-	CP_REACH_IMM,  /* the constant v (mov r, imm; xor r, r), on every path */
+	CP_REACH_SLOT, /* loaded from the PC-relative address v, on every path */
+	CP_REACH_ARG,  /* the function's argument v (ABI order), unchanged, on every path */
+	CP_REACH_IMM,  /* the constant v, on every path */
 };
 
 struct cp_reach_val {
@@ -41,8 +41,8 @@ cp_status cp_reach_open(const cp_image *img, const struct cp_jump *jumps, size_t
 			cp_error *err);
 void cp_reach_close(cp_reach *r);
 
-/* What register reg (0..15: rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi,
- * r8..r15) holds right before the instruction at `at`. */
+/* What register reg (numbered by the image's arch, arch/code.h) holds
+ * right before the instruction at `at`. */
 cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val *out, cp_error *err);
 
 #endif

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "cython/blob.h"
-#include "arch/x86_64/disasm.h"
+#include "arch/code.h"
 #include "elf/image.h"
 #include "rules/rules.h"
 

@@ -14,7 +14,7 @@
 #include "scan/scan.h"
 #include "cython/cython.h"
 #include "util/error.h"
-#include "arch/x86_64/frame_eval.h"
+#include "arch/frame.h"
 #include "util/names.h"
 
 #include <stdio.h>

@@ -184,10 +184,10 @@ static cp_status add_forwarder(struct pass *p, uint64_t call, int name_arg, cons
 static cp_status entry_call(struct pass *p, const struct cp_scan_call *c, bool has_level, cp_error *err)
 {
 	struct cp_reach_val name, level = { CP_REACH_IMM, 0 };
-	cp_status st = value_at(p, c->addr, cp_arg_regs[0], &c->arg[0], &name, err);
+	cp_status st = value_at(p, c->addr, cp_arg_reg(p->s->img, 0), &c->arg[0], &name, err);
 
 	if (!st && has_level)
-		st = value_at(p, c->addr, cp_arg_regs[4], &c->arg[4], &level, err);
+		st = value_at(p, c->addr, cp_arg_reg(p->s->img, 4), &c->arg[4], &level, err);
 	if (st)
 		return st;
 	if (name.kind == CP_REACH_ARG)
@@ -218,13 +218,15 @@ static const struct forwarder *forwarder_at(const struct pass *p, uint64_t addr)
  * the argument registers when it has them (arg, or NULL). */
 static void fw_called(struct callers *cs, const struct forwarder *fw, uint64_t addr, const struct cp_val *arg)
 {
+	const cp_image *img = cs->p->s->img;
 	struct cp_reach_val name, level;
 	int64_t lv = fw->level;
 
-	cs->st = value_at(cs->p, addr, cp_arg_regs[fw->name_arg], arg ? &arg[fw->name_arg] : NULL, &name, cs->err);
+	cs->st = value_at(cs->p, addr, cp_arg_reg(img, fw->name_arg), arg ? &arg[fw->name_arg] : NULL, &name,
+			  cs->err);
 	if (!cs->st && fw->level_arg >= 0) {
-		cs->st = value_at(cs->p, addr, cp_arg_regs[fw->level_arg], arg ? &arg[fw->level_arg] : NULL, &level,
-				  cs->err);
+		cs->st = value_at(cs->p, addr, cp_arg_reg(img, fw->level_arg), arg ? &arg[fw->level_arg] : NULL,
+				  &level, cs->err);
 		lv = level_of(&level);
 	}
 	if (!cs->st && name.kind == CP_REACH_ARG)

@@ -11,7 +11,7 @@
  * usage: walk_crosscheck RULES FILE|DIR...  (directories: every *.so below)
  */
 #include "cypatch.h"
-#include "arch/x86_64/disasm.h"
+#include "arch/code.h"
 #include "elf/image.h"
 #include "emit/patch.h"
 #include "scan/scan.h"

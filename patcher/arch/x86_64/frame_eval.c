@@ -1,13 +1,12 @@
 /*
- * frame_eval.c - the abstract frame evaluator (see frame_eval.h).
+ * frame_eval.c - x86-64's abstract frame evaluator (see arch/frame.h).
  *
  * Values carry known-bit masks so that bit-field stores (load, and, or,
  * store) keep exactly the bits the code defines. The walk is linear: after a
  * return or an unconditional jump, rsp goes back to the depth the prologue
  * set up, which is where GCC's code between epilogues runs.
  */
-#include "arch/x86_64/frame_eval.h"
-#include "arch/x86_64/disasm.h"
+#include "arch/x86_64/x86_64.h"
 #include "util/error.h"
 
 #include <stdlib.h>
@@ -631,7 +630,7 @@ static void note_call(struct eval *e, const cs_x86 *x, const char *name)
 		 x->operands[0].mem.base == X86_REG_RIP && x->operands[0].mem.index == X86_REG_INVALID)
 		c->name = cp_image_got_name(e->img, rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
 	for (i = 0; i < 6; i++) {
-		const struct aval *a = &e->reg[cp_arg_regs[i]];
+		const struct aval *a = &e->reg[cp_x86_64_arg_regs[i]];
 
 		if (a->kind != K_BITS || a->known != ~0ull)
 			continue;
@@ -1009,15 +1008,15 @@ static void unique(uint64_t *v, size_t *count)
 	*count = n;
 }
 
-static cp_status frame_eval(const cp_image *img, uint64_t start, uint64_t end,
-			    struct cp_frame *f, bool seed_args, cp_error *err)
+cp_status cp_x86_frame_eval(const cp_image *img, uint64_t start, uint64_t end, bool seed_args,
+			    struct cp_frame *f, cp_error *err)
 {
 	const struct cp_section *s = cp_image_section_at(img, start);
 	struct eval e;
 	const uint8_t *code;
 	size_t size;
 	uint64_t addr = start;
-	cp_dis d;
+	cp_dis d = { NULL, NULL }; /* the evaluator decodes through capstone itself */
 	cp_status st;
 
 	memset(f, 0, sizeof(*f));
@@ -1031,7 +1030,7 @@ static cp_status frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 	f->src = calloc(FRAME_BYTES, sizeof(*f->src));
 	if (!f->val || !f->known || !f->src)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
-	st = cp_dis_open(&d, err);
+	st = cp_x86_dis_open(&d, err);
 	if (st)
 		return st;
 	memset(&e, 0, sizeof(e));
@@ -1042,20 +1041,20 @@ static cp_status frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 		int i;
 
 		for (i = 0; i < 6; i++)
-			e.reg[cp_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
+			e.reg[cp_x86_64_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
 	}
 	size = end - start;
 	while (size > 0 && !e.oom) {
-		if (!cs_disasm_iter(d.handle, &code, &size, &addr, d.insn)) {
+		if (!cs_disasm_iter(x86_dis(&d)->handle, &code, &size, &addr, x86_dis(&d)->insn)) {
 			code++;
 			size--;
 			addr++;
 			end_block(&e);
 			continue;
 		}
-		step(&e, d.handle, d.insn);
+		step(&e, x86_dis(&d)->handle, x86_dis(&d)->insn);
 	}
-	cp_dis_close(&d);
+	cp_x86_dis_close(&d);
 	if (!e.oom)
 		resolve_astores(&e);
 	if (e.oom)
@@ -1063,94 +1062,4 @@ static cp_status frame_eval(const cp_image *img, uint64_t start, uint64_t end,
 	unique(f->imms, &f->nimms);
 	unique(f->cmps, &f->ncmps);
 	return CP_OK;
-}
-
-cp_status cp_frame_eval(const cp_image *img, uint64_t start, uint64_t end,
-			struct cp_frame *f, cp_error *err)
-{
-	return frame_eval(img, start, end, f, false, err);
-}
-
-cp_status cp_frame_eval_callee(const cp_image *img, uint64_t start, uint64_t end,
-			       struct cp_frame *f, cp_error *err)
-{
-	return frame_eval(img, start, end, f, true, err);
-}
-
-void cp_frame_free(struct cp_frame *f)
-{
-	size_t i;
-
-	for (i = 0; i < f->nsnap; i++) {
-		free(f->snap[i].val);
-		free(f->snap[i].known);
-		free(f->snap[i].src);
-	}
-	free(f->val);
-	free(f->known);
-	free(f->src);
-	free(f->loads);
-	free(f->imms);
-	free(f->cmps);
-	free(f->leas);
-	free(f->addrs);
-	free(f->lea_insn);
-	free(f->arglens);
-	free(f->calls);
-	free(f->cmpvals);
-	free(f->astores);
-	memset(f, 0, sizeof(*f));
-}
-
-static const struct cp_frame_snap *snap_of(const struct cp_frame *f, int64_t base)
-{
-	size_t i;
-
-	for (i = 0; i < f->nsnap; i++)
-		if (f->snap[i].base == base)
-			return &f->snap[i];
-	return NULL;
-}
-
-bool cp_frame_cell(const struct cp_frame *f, int64_t base, size_t i, unsigned nbits, uint32_t *out)
-{
-	const struct cp_frame_snap *sn = snap_of(f, base);
-	uint32_t v = 0, k = 0, mask;
-	unsigned b;
-
-	if (!sn || nbits == 0 || nbits > 32 || i > (sn->len - 4) / 4 || sn->len < 4)
-		return false;
-	for (b = 0; b < 4; b++) {
-		v |= (uint32_t)sn->val[4 * i + b] << (8 * b);
-		k |= (uint32_t)sn->known[4 * i + b] << (8 * b);
-	}
-	mask = nbits == 32 ? ~0u : ((1u << nbits) - 1);
-	if ((k & mask) != mask)
-		return false;
-	*out = v & mask;
-	return true;
-}
-
-bool cp_frame_has_imm(const struct cp_frame *f, uint64_t v)
-{
-	size_t lo = 0, hi = f->nimms;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->imms[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < f->nimms && f->imms[lo] == v;
-}
-
-const struct cp_frame_src *cp_frame_src_at(const struct cp_frame *f, int64_t base, size_t i)
-{
-	const struct cp_frame_snap *sn = snap_of(f, base);
-
-	if (!sn || sn->len < 4 || i > (sn->len - 4) / 4)
-		return NULL;
-	return &sn->src[4 * i];
 }

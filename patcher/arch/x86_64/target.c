@@ -2,7 +2,7 @@
  * target.c - x86-64 as a struct cp_arch (see arch/arch.h): the table the
  * rest of cypatch reads this instruction set through.
  */
-#include "arch/arch.h"
+#include "arch/x86_64/x86_64.h"
 #include <elf.h>
 
 static enum cp_reloc_kind reloc_kind(uint32_t type)
@@ -31,4 +31,29 @@ const struct cp_arch cp_arch_x86_64 = {
 	.reloc_relative = R_X86_64_RELATIVE,
 	.reloc_kind = reloc_kind,
 	.reloc_name = reloc_name,
+
+	.triplet = "x86_64-linux-gnu",
+	.max_insn = 16,
+	.arg_regs = cp_x86_64_arg_regs,
+	.nargs = 6,
+	.ret_reg = R_RAX,
+	/* System V: rax, rcx, rdx, rsi, rdi, r8-r11 */
+	.caller_saved = 1u << R_RAX | 1u << R_RCX | 1u << R_RDX | 1u << R_RSI | 1u << R_RDI | 1u << R_R8 |
+			1u << R_R9 | 1u << R_R10 | 1u << R_R11,
+	.dis_open = cp_x86_dis_open,
+	.dis_close = cp_x86_dis_close,
+	.dis_next = cp_x86_dis_next,
+	.insn_pcrel = cp_x86_insn_pcrel,
+	.insn_reaches = cp_x86_insn_reaches,
+	.insn_immediate = cp_x86_insn_immediate,
+	.insn_is_cmp_reg_imm = cp_x86_insn_is_cmp_reg_imm,
+	.insn_operand_size = cp_x86_insn_operand_size,
+	.insn_displacement = cp_x86_insn_displacement,
+	.insn_size = cp_x86_insn_size,
+	.insn_describe = cp_x86_insn_describe,
+	.insn_facts = cp_x86_insn_facts,
+	.insn_flow = cp_x86_insn_flow,
+	.calls_nothing = cp_x86_calls_nothing,
+	.code_walk = cp_x86_code_walk,
+	.frame_eval = cp_x86_frame_eval,
 };

@@ -1,0 +1,251 @@
+/*
+ * code.c - reading code through the image's architecture (see code.h):
+ * the image-side half of the decoder (which bytes an address holds) and
+ * the dispatch to struct cp_arch.
+ */
+#include "arch/code.h"
+#include "arch/frame.h"
+
+#include <string.h>
+
+cp_status cp_dis_open_arch(cp_dis *d, const struct cp_arch *arch, cp_error *err)
+{
+	d->arch = arch;
+	d->impl = NULL;
+	return arch->dis_open(d, err);
+}
+
+cp_status cp_dis_open(cp_dis *d, const cp_image *img, cp_error *err)
+{
+	return cp_dis_open_arch(d, img->arch, err);
+}
+
+void cp_dis_close(cp_dis *d)
+{
+	if (d->arch && d->impl)
+		d->arch->dis_close(d);
+	d->impl = NULL;
+}
+
+bool cp_dis_next(cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr)
+{
+	return d->arch->dis_next(d, code, size, addr);
+}
+
+bool cp_dis_bytes(cp_dis *d, const uint8_t *code, size_t n, uint64_t addr)
+{
+	return d->arch->dis_next(d, &code, &n, &addr);
+}
+
+bool cp_dis_at(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	const struct cp_section *s = cp_image_section_at(img, addr);
+	const uint8_t *code;
+	size_t size;
+
+	if (!s || !cp_section_is_code(s))
+		return false;
+	size = s->addr + s->size - addr;
+	if (size > d->arch->max_insn)
+		size = d->arch->max_insn;
+	code = cp_image_va_bytes(img, addr, size);
+	return code && cp_dis_bytes(d, code, size, addr);
+}
+
+bool cp_insn_pcrel(const cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64_t *target)
+{
+	return d->arch->insn_pcrel(d, disp_off, size, target);
+}
+
+bool cp_insn_reaches(const cp_dis *d, uint64_t *target)
+{
+	return d->arch->insn_reaches(d, target);
+}
+
+bool cp_insn_immediate(const cp_dis *d, uint8_t *imm_off, uint8_t *imm_size, int64_t *value)
+{
+	return d->arch->insn_immediate(d, imm_off, imm_size, value);
+}
+
+bool cp_insn_is_cmp_reg_imm(const cp_dis *d)
+{
+	return d->arch->insn_is_cmp_reg_imm(d);
+}
+
+unsigned cp_insn_operand_size(const cp_dis *d)
+{
+	return d->arch->insn_operand_size(d);
+}
+
+bool cp_insn_displacement(const cp_dis *d, uint8_t *disp_off, uint8_t *disp_size, int64_t *value)
+{
+	return d->arch->insn_displacement(d, disp_off, disp_size, value);
+}
+
+unsigned cp_insn_size(const cp_dis *d)
+{
+	return d->arch->insn_size(d);
+}
+
+void cp_insn_describe(const cp_dis *d, char *buf, size_t n)
+{
+	d->arch->insn_describe(d, buf, n);
+}
+
+void cp_insn_facts(const cp_dis *d, struct cp_insn_facts *f)
+{
+	d->arch->insn_facts(d, f);
+}
+
+void cp_insn_flow(const cp_dis *d, struct cp_insn_facts *f)
+{
+	d->arch->insn_flow(d, f);
+}
+
+bool cp_dis_rip_operand(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
+			uint8_t *size, uint64_t *target)
+{
+	return cp_dis_at(d, img, addr) && cp_insn_pcrel(d, disp_off, size, target);
+}
+
+bool cp_dis_reaches(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *target)
+{
+	return cp_dis_at(d, img, addr) && cp_insn_reaches(d, target);
+}
+
+bool cp_dis_immediate(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *imm_off,
+		      uint8_t *imm_size, int64_t *value)
+{
+	return cp_dis_at(d, img, addr) && cp_insn_immediate(d, imm_off, imm_size, value);
+}
+
+bool cp_dis_is_cmp_reg_imm(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	return cp_dis_at(d, img, addr) && cp_insn_is_cmp_reg_imm(d);
+}
+
+unsigned cp_dis_operand_size(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	return cp_dis_at(d, img, addr) ? cp_insn_operand_size(d) : 0;
+}
+
+bool cp_dis_displacement(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t *disp_off,
+			 uint8_t *disp_size, int64_t *value)
+{
+	return cp_dis_at(d, img, addr) && cp_insn_displacement(d, disp_off, disp_size, value);
+}
+
+unsigned cp_dis_size(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	return cp_dis_at(d, img, addr) ? cp_insn_size(d) : 0;
+}
+
+bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (!cp_dis_at(d, img, addr))
+		return false;
+	cp_insn_describe(d, buf, n);
+	return true;
+}
+
+bool cp_dis_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	return d->arch->calls_nothing(d, img, addr);
+}
+
+int cp_arg_reg(const cp_image *img, unsigned i)
+{
+	return i < img->arch->nargs ? img->arch->arg_regs[i] : -1;
+}
+
+cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
+		       const struct cp_code_visitor *v, cp_error *err)
+{
+	return img->arch->code_walk(img, start, end, v, err);
+}
+
+cp_status cp_frame_eval(const cp_image *img, uint64_t start, uint64_t end, struct cp_frame *f,
+			cp_error *err)
+{
+	return img->arch->frame_eval(img, start, end, false, f, err);
+}
+
+cp_status cp_frame_eval_callee(const cp_image *img, uint64_t start, uint64_t end, struct cp_frame *f,
+			       cp_error *err)
+{
+	return img->arch->frame_eval(img, start, end, true, f, err);
+}
+
+static bool same_sections(const cp_image *a, const cp_image *b)
+{
+	size_t i;
+
+	if (a->nsec != b->nsec)
+		return false;
+	for (i = 0; i < a->nsec; i++) {
+		const struct cp_section *x = &a->sec[i], *y = &b->sec[i];
+
+		if (strcmp(x->name, y->name) || x->type != y->type || x->flags != y->flags || x->addr != y->addr ||
+		    x->offset != y->offset || x->size != y->size)
+			return false;
+	}
+	return true;
+}
+
+/* The walked sections' bytes (same_sections holds). */
+static bool same_code_bytes(const cp_image *a, const cp_image *b)
+{
+	size_t i;
+
+	for (i = 0; i < a->nsec; i++) {
+		const struct cp_section *s = &a->sec[i];
+		const uint8_t *x, *y;
+
+		if (!cp_section_is_code(s))
+			continue;
+		x = cp_image_bytes(a, s->offset, s->size);
+		y = cp_image_bytes(b, s->offset, s->size);
+		if (!x || !y || memcmp(x, y, s->size))
+			return false;
+	}
+	return true;
+}
+
+static bool same_name(const char *x, const char *y)
+{
+	return !strcmp(x ? x : "", y ? y : "");
+}
+
+static bool same_slots(const struct cp_import_slot *x, size_t nx, const struct cp_import_slot *y, size_t ny)
+{
+	size_t i;
+
+	if (nx != ny)
+		return false;
+	for (i = 0; i < nx; i++)
+		if (x[i].addr != y[i].addr || !same_name(x[i].name, y[i].name))
+			return false;
+	return true;
+}
+
+static bool same_symbols(const cp_image *a, const cp_image *b)
+{
+	size_t i;
+
+	if (a->nsym != b->nsym)
+		return false;
+	for (i = 0; i < a->nsym; i++)
+		if (a->sym[i].value != b->sym[i].value || a->sym[i].defined != b->sym[i].defined ||
+		    !same_name(a->sym[i].name, b->sym[i].name))
+			return false;
+	return true;
+}
+
+bool cp_code_walk_same(const cp_image *a, const cp_image *b)
+{
+	return same_sections(a, b) && a->nfunc == b->nfunc &&
+	       (!a->nfunc || !memcmp(a->func, b->func, a->nfunc * sizeof(*a->func))) &&
+	       same_slots(a->got, a->ngot, b->got, b->ngot) && same_slots(a->plt, a->nplt, b->plt, b->nplt) &&
+	       same_symbols(a, b) && same_code_bytes(a, b);
+}

@@ -1,0 +1,244 @@
+/*
+ * decode.c - capstone as x86-64's cp_dis (see arch/code.h): opening it,
+ * decoding, and the questions asked about the instruction decoded last.
+ */
+#include "arch/x86_64/x86_64.h"
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const int8_t cp_x86_64_arg_regs[6] = { R_RDI, R_RSI, R_RDX, R_RCX, R_R8, R_R9 };
+
+cp_status cp_x86_dis_open(cp_dis *d, cp_error *err)
+{
+	struct x86_dis *x = calloc(1, sizeof(*x));
+
+	d->impl = NULL;
+	if (!x)
+		return cp_fail(err, CP_E_INTERNAL, "capstone: out of memory");
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &x->handle) != CS_ERR_OK) {
+		free(x);
+		return cp_fail(err, CP_E_INTERNAL, "capstone: cannot open an x86-64 handle");
+	}
+	cs_option(x->handle, CS_OPT_DETAIL, CS_OPT_ON);
+	x->insn = cs_malloc(x->handle);
+	if (!x->insn) {
+		cs_close(&x->handle);
+		free(x);
+		return cp_fail(err, CP_E_INTERNAL, "capstone: out of memory");
+	}
+	d->impl = x;
+	return CP_OK;
+}
+
+void cp_x86_dis_close(cp_dis *d)
+{
+	struct x86_dis *x = d->impl;
+
+	if (!x)
+		return;
+	cs_free(x->insn, 1);
+	cs_close(&x->handle);
+	free(x);
+	d->impl = NULL;
+}
+
+bool cp_x86_dis_next(cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr)
+{
+	return cs_disasm_iter(x86_dis(d)->handle, code, size, addr, x86_dis(d)->insn);
+}
+
+int cp_reg64(x86_reg r)
+{
+	switch (r) {
+	case X86_REG_RAX: case X86_REG_EAX: case X86_REG_AX: case X86_REG_AL: case X86_REG_AH: return R_RAX;
+	case X86_REG_RCX: case X86_REG_ECX: case X86_REG_CX: case X86_REG_CL: case X86_REG_CH: return R_RCX;
+	case X86_REG_RDX: case X86_REG_EDX: case X86_REG_DX: case X86_REG_DL: case X86_REG_DH: return R_RDX;
+	case X86_REG_RBX: case X86_REG_EBX: case X86_REG_BX: case X86_REG_BL: case X86_REG_BH: return R_RBX;
+	case X86_REG_RSP: case X86_REG_ESP: case X86_REG_SP: case X86_REG_SPL: return R_RSP;
+	case X86_REG_RBP: case X86_REG_EBP: case X86_REG_BP: case X86_REG_BPL: return R_RBP;
+	case X86_REG_RSI: case X86_REG_ESI: case X86_REG_SI: case X86_REG_SIL: return R_RSI;
+	case X86_REG_RDI: case X86_REG_EDI: case X86_REG_DI: case X86_REG_DIL: return R_RDI;
+	case X86_REG_R8: case X86_REG_R8D: case X86_REG_R8W: case X86_REG_R8B: return R_R8;
+	case X86_REG_R9: case X86_REG_R9D: case X86_REG_R9W: case X86_REG_R9B: return R_R9;
+	case X86_REG_R10: case X86_REG_R10D: case X86_REG_R10W: case X86_REG_R10B: return R_R10;
+	case X86_REG_R11: case X86_REG_R11D: case X86_REG_R11W: case X86_REG_R11B: return R_R11;
+	case X86_REG_R12: case X86_REG_R12D: case X86_REG_R12W: case X86_REG_R12B: return R_R12;
+	case X86_REG_R13: case X86_REG_R13D: case X86_REG_R13W: case X86_REG_R13B: return R_R13;
+	case X86_REG_R14: case X86_REG_R14D: case X86_REG_R14W: case X86_REG_R14B: return R_R14;
+	case X86_REG_R15: case X86_REG_R15D: case X86_REG_R15W: case X86_REG_R15B: return R_R15;
+	default: return -1;
+	}
+}
+
+bool cp_x86_rip_target(const cs_insn *in, uint64_t *target, int *opi)
+{
+	const cs_x86 *x = &in->detail->x86;
+	int i;
+
+	for (i = 0; i < x->op_count; i++) {
+		const cs_x86_op *op = &x->operands[i];
+
+		if (op->type == X86_OP_MEM && op->mem.base == X86_REG_RIP &&
+		    op->mem.index == X86_REG_INVALID) {
+			*target = in->address + in->size + (uint64_t)op->mem.disp;
+			*opi = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+void cp_x86_describe(const cs_insn *in, char *buf, size_t n)
+{
+	size_t m = strlen(in->mnemonic);
+
+	if (n == 0)
+		return;
+	if (m >= n)
+		m = n - 1;
+	memcpy(buf, in->mnemonic, m);
+	buf[m] = '\0';
+	if (m + 1 < n) {
+		size_t k = strlen(in->op_str);
+
+		/* memcpy, not strncpy: GCC -O3 rejects the truncation (-Werror) */
+		if (k > n - m - 2)
+			k = n - m - 2;
+		buf[m] = ' ';
+		memcpy(buf + m + 1, in->op_str, k);
+		buf[m + 1 + k] = '\0';
+	}
+}
+
+void cp_x86_insn_describe(const cp_dis *d, char *buf, size_t n)
+{
+	cp_x86_describe(x86_dis(d)->insn, buf, n);
+}
+
+/* Only a disp32 is rewritten in place. */
+bool cp_x86_insn_pcrel(const cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64_t *target)
+{
+	const cs_insn *in = x86_dis(d)->insn;
+	int opi;
+
+	if (!cp_x86_rip_target(in, target, &opi) || !in->detail->x86.encoding.disp_offset ||
+	    in->detail->x86.encoding.disp_size != 4)
+		return false;
+	*disp_off = in->detail->x86.encoding.disp_offset;
+	*size = (uint8_t)in->size;
+	return true;
+}
+
+bool cp_x86_insn_reaches(const cp_dis *d, uint64_t *target)
+{
+	const cs_insn *in = x86_dis(d)->insn;
+	const cs_x86 *x = &in->detail->x86;
+	int opi;
+
+	if ((in->id == X86_INS_CALL || in->id == X86_INS_JMP) && x->op_count == 1 &&
+	    x->operands[0].type == X86_OP_IMM) {
+		*target = (uint64_t)x->operands[0].imm;
+		return true;
+	}
+	return cp_x86_rip_target(in, target, &opi);
+}
+
+/* Functions that do not return, which a compiler may call from the middle
+ * of a loop (an assert's cold stub). */
+static bool is_noreturn_name(const char *name)
+{
+	static const char *const names[] = { "__assert_fail", "abort", "Py_FatalError", "_Py_FatalErrorFunc",
+					     "__stack_chk_fail", "__cxa_throw", "_exit", "exit" };
+	size_t i;
+
+	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+bool cp_x86_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
+{
+	uint64_t start, end, target;
+	unsigned i;
+
+	if (!cp_image_function(img, addr, &start, &end) || start != addr)
+		return false;
+	for (i = 0; i < 256 && addr < end && cp_dis_at(d, img, addr); i++) {
+		const cs_insn *in = x86_dis(d)->insn;
+		bool call = cs_insn_group(x86_dis(d)->handle, in, CS_GRP_CALL);
+		bool jmp = in->id == X86_INS_JMP;
+
+		if (call || jmp) {
+			if (!cp_dis_reaches(d, img, addr, &target))
+				return false; /* through a register */
+			if ((call || target < start || target >= end) && !is_noreturn_name(cp_image_plt_name(img, target)))
+				return false;
+		}
+		addr += x86_dis(d)->insn->size;
+	}
+	return addr >= end;
+}
+
+bool cp_x86_insn_immediate(const cp_dis *d, uint8_t *imm_off, uint8_t *imm_size, int64_t *value)
+{
+	const cs_x86 *x = &x86_dis(d)->insn->detail->x86;
+	int i;
+
+	if (!x->encoding.imm_offset || !x->encoding.imm_size)
+		return false;
+	for (i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_IMM) {
+			*imm_off = x->encoding.imm_offset;
+			*imm_size = x->encoding.imm_size;
+			*value = x->operands[i].imm;
+			return true;
+		}
+	return false;
+}
+
+bool cp_x86_insn_is_cmp_reg_imm(const cp_dis *d)
+{
+	const cs_insn *in = x86_dis(d)->insn;
+	const cs_x86 *x = &in->detail->x86;
+	int r;
+
+	if (in->id != X86_INS_CMP)
+		return false;
+	if (x->op_count != 2 || x->operands[0].type != X86_OP_REG || x->operands[1].type != X86_OP_IMM)
+		return false;
+	r = cp_reg64(x->operands[0].reg);
+	return r >= 0 && r != R_RSP && r != R_RBP;
+}
+
+unsigned cp_x86_insn_operand_size(const cp_dis *d)
+{
+	const cs_x86 *x = &x86_dis(d)->insn->detail->x86;
+
+	return x->op_count == 0 ? 0 : x->operands[0].size;
+}
+
+bool cp_x86_insn_displacement(const cp_dis *d, uint8_t *disp_off, uint8_t *disp_size, int64_t *value)
+{
+	const cs_x86 *x = &x86_dis(d)->insn->detail->x86;
+	int i;
+
+	if (!x->encoding.disp_offset || !x->encoding.disp_size)
+		return false;
+	for (i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM && x->operands[i].mem.base != X86_REG_RIP &&
+		    (x->operands[i].mem.base != X86_REG_INVALID || x->operands[i].mem.index != X86_REG_INVALID)) {
+			*disp_off = x->encoding.disp_offset;
+			*disp_size = x->encoding.disp_size;
+			*value = x->operands[i].mem.disp;
+			return true;
+		}
+	return false;
+}
+
+unsigned cp_x86_insn_size(const cp_dis *d)
+{
+	return x86_dis(d)->insn->size;
+}
