@@ -3,6 +3,7 @@
  * rest of cypatch reads this instruction set through.
  */
 #include "arch/arch.h"
+#include "arch/x86_64/encode.h"
 #include <elf.h>
 
 static enum cp_reloc_kind reloc_kind(uint32_t type)
@@ -31,4 +32,11 @@ const struct cp_arch cp_arch_x86_64 = {
 	.reloc_relative = R_X86_64_RELATIVE,
 	.reloc_kind = reloc_kind,
 	.reloc_name = reloc_name,
+	.pcrel_size = CP_X86_64_PCREL_SIZE,
+	.pcrel_put = cp_x86_64_pcrel_put,
+	.field_put = cp_x86_64_field_put,
+	.branch_rewrite = cp_x86_64_branch_rewrite,
+	.thunk_size = CP_X86_64_THUNK_SIZE,
+	.thunk = cp_x86_64_thunk,
+	.stub = &cp_stub_x86_64,
 };
