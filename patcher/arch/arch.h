@@ -65,7 +65,49 @@ struct cp_arch {
 	cp_status (*frame_eval)(const struct cp_image *img, uint64_t start, uint64_t end, bool callee,
 				struct cp_frame *f, cp_error *err);
 
-	/* Writing code (re-encoding operands, branches, thunks, the stub). */
+	/* Writing code (re-encoding operands, branches, thunks, the stub).
+	 * Bytes and facts come back; where a field sits in an instruction is
+	 * the decoder's answer, and recording the edit is the planner's. */
+
+	/* A PC-relative operand re-encoded: writes into field (pcrel_size
+	 * bytes) what makes the instruction of insn_size bytes at insn reach
+	 * target; false, the field untouched, when target is out of reach. */
+	uint8_t pcrel_size;
+	bool (*pcrel_put)(uint8_t *field, uint64_t insn, unsigned insn_size, uint64_t target);
+
+	/* An immediate or displacement field of size bytes set to value;
+	 * false, the field untouched, when value does not fit it. */
+	bool (*field_put)(uint8_t *field, unsigned size, int64_t value);
+
+	/* The call or jump insn[0, len) as a direct one in the same bytes
+	 * (out[0, len)): its PC-relative field at *field_at left for
+	 * pcrel_put, and *branch_size the length of the branch that holds it
+	 * (less than len when padding follows); false for a form that cannot
+	 * become one. */
+	bool (*branch_rewrite)(const uint8_t *insn, unsigned len, uint8_t *out, uint8_t *field_at,
+			       uint8_t *branch_size);
+
+	/* A thunk of thunk_size bytes at address at (out): passes address
+	 * ctx as argument arg (0-based, the C calling convention's) and jumps
+	 * to entry; trap bytes after. *jump is where its jump sits (the load
+	 * of ctx is at at). False when arg has no register or a target is
+	 * out of reach. */
+	unsigned thunk_size;
+	bool (*thunk)(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_t entry,
+		      uint64_t *jump);
+
+	/* The fallback stub (patcher/stub/) compiled for this machine. */
+	const struct cp_stub *stub;
+};
+
+/* The fallback stub as a flat blob (patcher/stub/embed_stub.cmake writes
+ * one per machine): where its entries are, per redirected function in the
+ * order of stub/fallback_abi.h's enum cp_fb_api. */
+#define CP_STUB_NENTRIES 4
+struct cp_stub {
+	const uint8_t *code;
+	size_t size;
+	unsigned long entry[CP_STUB_NENTRIES];
 };
 
 /* The architecture of machine e_machine, or NULL when unsupported. */

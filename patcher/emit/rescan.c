@@ -125,7 +125,7 @@ static bool edited(const struct cp_plan *p, uint64_t off)
 {
 	size_t lo = 0, hi = p->nedits;
 
-	/* edits are sorted by offset and do not overlap (plan.c) */
+	/* edits are sorted by offset and do not overlap (plan/edits.c) */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 

@@ -5,6 +5,7 @@
 #include "plan/plan_internal.h"
 #include "util/error.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <string.h>
 
@@ -322,11 +323,14 @@ static bool place_on_tail(struct planner *pl, struct growth g[CP_NSPACES], Elf64
 	return true;
 }
 
-/* The real address of a provisional one. */
+/* The real address of a provisional one: at most the end of its space. */
 static uint64_t real_address(const struct cp_plan *p, uint64_t t)
 {
-	if (t >= CP_PROVISIONAL)
+	if (t >= CP_PROVISIONAL) {
+		assert(t - CP_PROVISIONAL <= p->space[CP_SPACE_DATA].size);
 		return p->space[CP_SPACE_DATA].seg_vaddr + (t - CP_PROVISIONAL);
+	}
+	assert(t - CP_PROVISIONAL_CODE <= p->space[CP_SPACE_CODE].size);
 	return p->space[CP_SPACE_CODE].seg_vaddr + (t - CP_PROVISIONAL_CODE);
 }
 
@@ -345,19 +349,37 @@ static cp_status resolve(struct planner *pl)
 		real = real_address(p, e->target);
 		e->target = real;
 		if (e->kind == CP_EDIT_DISP || e->kind == CP_EDIT_BRANCH) {
-			int64_t disp = (int64_t)(real - e->site_end);
-			int32_t d32 = (int32_t)disp;
-
-			if (disp < INT32_MIN || disp > INT32_MAX)
+			if (!pl->img->arch->pcrel_put(e->bytes + e->disp_at, e->site,
+						      (unsigned)(e->site_end - e->site), real))
 				return cp_fail(pl->err, CP_E_INPUT,
 					       "%s: %#llx cannot reach the new space at %#llx with a 32-bit displacement",
 					       pl->img->path, (unsigned long long)e->site, (unsigned long long)real);
-			memcpy(e->bytes + e->disp_at, &d32, 4);
 		} else {
 			memcpy(e->bytes, &real, 8);
 		}
 	}
 	return CP_OK;
+}
+
+/* Each space with chunks is placed where the loader maps its bytes at
+ * the addresses the plan gives them: 16-aligned, the file offset and the
+ * address congruent modulo a page (validate.c holds every PT_LOAD to it),
+ * a new segment past the end of the file, and apart from the other space. */
+static inline bool placed(const struct cp_plan *p, const cp_image *img)
+{
+	const struct cp_space *d = &p->space[CP_SPACE_DATA], *c = &p->space[CP_SPACE_CODE];
+	size_t k;
+
+	for (k = 0; k < CP_NSPACES; k++) {
+		const struct cp_space *sp = &p->space[k];
+
+		if (sp->nchunks && (sp->place == CP_PLACE_NONE || sp->seg_off % 16 ||
+				    (sp->seg_vaddr - sp->seg_off) % 0x1000 ||
+				    (sp->place == CP_PLACE_NOTE && sp->seg_off < img->size)))
+			return false;
+	}
+	return !d->nchunks || !c->nchunks || d->seg_off + d->size <= c->seg_off ||
+	       c->seg_off + c->size <= d->seg_off;
 }
 
 cp_status cp_plan_place(struct planner *pl)
@@ -385,9 +407,10 @@ cp_status cp_plan_place(struct planner *pl)
 					    tail.p_flags & PF_X ? "program headers: the segment an earlier run appended grows, R+X"
 								: "program headers: the segment an earlier run appended grows"))
 			st = pl->err->code;
-		return st ? st : resolve(pl);
+	} else {
+		st = note ? place_in_note(pl, g) : add_growths(pl, g);
 	}
-	st = note ? place_in_note(pl, g) : add_growths(pl, g);
+	assert(st || placed(p, pl->img));
 	return st ? st : resolve(pl);
 }
 

@@ -8,259 +8,15 @@
 #include "plan/plan.h"
 #include "cython/cython.h"
 #include "util/error.h"
-#include "util/names.h"
 #include "plan/plan_internal.h"
 #include "arch/frame.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_NAME 4096
-
-cp_status cp_plan_oom(struct planner *pl)
-{
-	return cp_fail(pl->err, CP_E_INTERNAL, "%s: out of memory", pl->img->path);
-}
-
-/* --- names: what a string becomes in the target layout ------------------ */
-
-/* One form of a mapped name, from -> to. */
-static cp_status add_form(struct planner *pl, const char *from, const char *to, bool mangled)
-{
-	struct cp_name_form *f;
-
-	if (CP_GROW(pl->forms, pl->capforms, pl->nforms + 1))
-		return cp_plan_oom(pl);
-	f = &pl->forms[pl->nforms];
-	f->from = strdup(from);
-	f->to = strdup(to);
-	if (!f->from || !f->to) {
-		free(f->from);
-		free(f->to);
-		return cp_plan_oom(pl);
-	}
-	f->flen = strlen(from);
-	f->mangled = mangled;
-	pl->nforms++;
-	return CP_OK;
-}
-
-static void slashes(char *s)
-{
-	for (; *s; s++)
-		if (*s == '.')
-			*s = '/';
-}
-
-/* Every name that moves towards the target, in its three forms: dotted,
- * path (a/b/c) and Cython's mangled prefix; made once, since match_at runs
- * at every byte of every rewritten string. */
-static cp_status make_forms(struct planner *pl)
-{
-	const cp_rules *r = pl->rules;
-	char from[512], to[512];
-	cp_status st = CP_OK;
-	size_t k;
-	int side;
-
-	for (k = 0; !st && k < r->nmod; k++) {
-		const struct cp_module_pair *m = &r->mod[k];
-
-		for (side = 0; !st && side < 2; side++) {
-			if (m->layout[side] == pl->p->target || m->layout[!side] != pl->p->target)
-				continue;
-			snprintf(from, sizeof(from), "%s", m->name[side]);
-			snprintf(to, sizeof(to), "%s", m->name[!side]);
-			st = add_form(pl, from, to, false);
-			slashes(from);
-			slashes(to);
-			if (!st)
-				st = add_form(pl, from, to, false);
-			if (!st && cp_mangle_prefix(m->name[side], from, sizeof(from)) >= 0 &&
-			    cp_mangle_prefix(m->name[!side], to, sizeof(to)) >= 0)
-				st = add_form(pl, from, to, true);
-		}
-	}
-	return st;
-}
-
-static void free_forms(struct planner *pl)
-{
-	size_t i;
-
-	for (i = 0; i < pl->nforms; i++) {
-		free(pl->forms[i].from);
-		free(pl->forms[i].to);
-	}
-	free(pl->forms);
-}
-
-/* The longest source-layout name at text[i] (module, path form or mangled
- * prefix) on its boundaries; its target form in *repl. */
-static size_t match_at(const struct planner *pl, const char *text, size_t n, size_t i,
-		       const char **repl)
-{
-	size_t best = 0, k;
-
-	for (k = 0; k < pl->nforms; k++) {
-		const struct cp_name_form *f = &pl->forms[k];
-
-		if (f->flen <= best || f->flen > n - i || text[i] != f->from[0] ||
-		    memcmp(text + i, f->from, f->flen) != 0)
-			continue;
-		if (!f->mangled && !cp_name_on_boundary(text, n, i, f->flen))
-			continue;
-		best = f->flen;
-		*repl = f->to;
-	}
-	return best;
-}
-
-/* Rewrites every source-layout name in text; returns the replacements made
- * or -1 when the result would not fit out. */
-int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char *out, size_t outsz,
-		     size_t *outlen)
-{
-	size_t i = 0, o = 0;
-	int count = 0;
-
-	while (i < n) {
-		const char *repl = NULL;
-		size_t m = match_at(pl, text, n, i, &repl), rl;
-
-		if (m) {
-			rl = strlen(repl);
-			if (o + rl >= outsz)
-				return -1;
-			memcpy(out + o, repl, rl);
-			o += rl;
-			i += m;
-			count++;
-			continue;
-		}
-		if (o + 1 >= outsz)
-			return -1;
-		out[o++] = text[i++];
-	}
-	out[o] = '\0';
-	if (outlen)
-		*outlen = o;
-	return count;
-}
-
-/* --- edits and chunks --------------------------------------------------- */
-
-cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t off,
-			  const void *bytes, uint32_t len, uint64_t site, uint64_t target,
-			  const char *what)
-{
-	struct cp_plan *p = pl->p;
-	struct cp_edit *e;
-
-	if (len > sizeof(e->bytes))
-		return cp_fail(pl->err, CP_E_INTERNAL, "%s: an edit of %u bytes is too long",
-			       pl->img->path, len);
-	if (CP_GROW(p->edits, p->capedits, p->nedits + 1))
-		return cp_plan_oom(pl);
-	e = &p->edits[p->nedits++];
-	memset(e, 0, sizeof(*e));
-	e->kind = kind;
-	e->off = off;
-	e->len = len;
-	memcpy(e->bytes, bytes, len);
-	e->site = site;
-	e->target = target;
-	snprintf(e->what, sizeof(e->what), "%s", what);
-	return CP_OK;
-}
-
-/* Appends bytes to new space of a kind (aligned to align); returns their
- * provisional address, 0 on failure. */
-static uint64_t append(struct planner *pl, enum cp_space_kind kind, const void *bytes, size_t len,
-		       unsigned align, const char *what)
-{
-	struct cp_space *sp = &pl->p->space[kind];
-	struct cp_chunk *c;
-
-	while (sp->size % align)
-		sp->size++; /* zero-filled by emit */
-	if (CP_GROW(sp->chunks, sp->capchunks, sp->nchunks + 1))
-		return 0;
-	c = &sp->chunks[sp->nchunks];
-	c->bytes = malloc(len ? len : 1);
-	if (!c->bytes)
-		return 0;
-	memcpy(c->bytes, bytes, len);
-	c->len = (uint32_t)len;
-	c->seg_off = sp->size;
-	snprintf(c->what, sizeof(c->what), "%s", what);
-	sp->size += len;
-	sp->nchunks++;
-	return (kind == CP_SPACE_CODE ? CP_PROVISIONAL_CODE : CP_PROVISIONAL) + c->seg_off;
-}
-
-uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsigned align,
-			const char *what)
-{
-	return append(pl, CP_SPACE_DATA, bytes, len, align, what);
-}
-
-uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, unsigned align,
-			     const char *what)
-{
-	return append(pl, CP_SPACE_CODE, bytes, len, align, what);
-}
-
-cp_status cp_plan_expect(struct planner *pl, uint64_t addr, uint64_t target)
-{
-	struct cp_plan *p = pl->p;
-
-	if (CP_GROW(p->expects, p->capexpects, p->nexpects + 1))
-		return cp_plan_oom(pl);
-	p->expects[p->nexpects].addr = addr;
-	p->expects[p->nexpects++].target = target;
-	return CP_OK;
-}
-
-uint64_t cp_plan_new_bytes(const struct cp_plan *plan)
-{
-	return plan->space[CP_SPACE_DATA].size + plan->space[CP_SPACE_CODE].size;
-}
-
-/* --- sites -------------------------------------------------------------- */
-
-bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off)
-{
-	return cp_image_va_to_off(pl->img, va, len, off);
-}
-
-/* Points the code operand at addr (which reaches `from`) at `to`. */
-cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
-				const char *what)
-{
-	uint8_t disp_off, size;
-	uint64_t target, off;
-	int64_t disp;
-	int32_t d32;
-
-	if (!cp_dis_rip_operand(&pl->dis, pl->img, addr, &disp_off, &size, &target) || target != from)
-		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not reach %#llx "
-			       "as the scan found", pl->img->path, (unsigned long long)addr,
-			       (unsigned long long)from);
-	if (!cp_plan_file_off(pl, addr + disp_off, 4, &off))
-		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx lies outside the file",
-			       pl->img->path, (unsigned long long)addr);
-	disp = to >= CP_PROVISIONAL_CODE ? 0 : (int64_t)(to - (addr + size));
-	if (disp < INT32_MIN || disp > INT32_MAX)
-		return cp_fail(pl->err, CP_E_INPUT, "%s: %#llx cannot reach %#llx with a 32-bit displacement",
-			       pl->img->path, (unsigned long long)addr, (unsigned long long)to);
-	d32 = (int32_t)disp;
-	if (cp_plan_add_edit(pl, CP_EDIT_DISP, off, &d32, 4, addr, to, what))
-		return pl->err->code;
-	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
-	return CP_OK;
-}
 
 /* Points every relative relocation of `from` at `to` (addend and word). */
 static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to, const char *what)
@@ -275,7 +31,8 @@ static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to,
 		if (r->kind != CP_RELOC_RELATIVE || (uint64_t)r->addend != from)
 			continue;
 		if (r->entry_off) {
-			st = cp_plan_add_edit(pl, CP_EDIT_ADDEND, r->entry_off + 16, &to, 8, r->offset, to, what);
+			st = cp_plan_add_edit(pl, CP_EDIT_ADDEND, r->entry_off + offsetof(Elf64_Rela, r_addend), &to,
+					      8, r->offset, to, what);
 			if (st)
 				return st;
 		}
@@ -488,19 +245,17 @@ static cp_status code_length_sites(struct planner *pl, struct code_lengths *cl, 
 static cp_status patch_code_length(struct planner *pl, uint64_t insn, uint64_t oldn, uint64_t newn,
 				   const char *text)
 {
-	uint8_t off, size, bytes[4];
-	int64_t v, nv = (int64_t)newn;
+	uint8_t off, size, bytes[8];
+	int64_t v;
 	uint64_t foff;
 	char what[120];
 
 	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v) || (uint64_t)v != oldn ||
-	    (size != 1 && size != 4) || (size == 1 ? nv > 127 : nv > INT32_MAX) ||
-	    !cp_plan_file_off(pl, insn + off, size, &foff))
+	    (size != 1 && size != 4) || !cp_plan_field(pl, insn, off, size, (int64_t)newn, bytes, &foff))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the string table length at %#llx cannot hold %llu",
 			       pl->img->path, (unsigned long long)insn, (unsigned long long)newn);
 	snprintf(what, sizeof(what), "string table length of \"%.60s\": %llu -> %llu", text,
 		 (unsigned long long)oldn, (unsigned long long)newn);
-	memcpy(bytes, &nv, size);
 	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }
 
@@ -686,29 +441,6 @@ static cp_status unreported_from_imports(struct planner *pl)
 	return CP_OK;
 }
 
-static int by_off(const void *a, const void *b)
-{
-	const struct cp_edit *x = a, *y = b;
-
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-cp_status cp_plan_check_overlaps(struct planner *pl)
-{
-	struct cp_plan *p = pl->p;
-	size_t i;
-
-	if (p->nedits)
-		qsort(p->edits, p->nedits, sizeof(*p->edits), by_off);
-	for (i = 1; i < p->nedits; i++)
-		if (p->edits[i].off < p->edits[i - 1].off + p->edits[i - 1].len &&
-		    !(p->edits[i].off == p->edits[i - 1].off && p->edits[i].len == p->edits[i - 1].len &&
-		      !memcmp(p->edits[i].bytes, p->edits[i - 1].bytes, p->edits[i].len)))
-			return cp_fail(pl->err, CP_E_INTERNAL, "%s: planned edits overlap at file offset %#llx",
-				       pl->img->path, (unsigned long long)p->edits[i].off);
-	return CP_OK;
-}
-
 cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		       struct cp_plan *plan, cp_error *err)
 {
@@ -716,21 +448,14 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	cp_status st;
 	size_t i;
 
-	memset(plan, 0, sizeof(*plan));
-	memset(&pl, 0, sizeof(pl));
-	plan->target = target;
-	pl.img = img;
-	pl.scan = scan;
-	pl.rules = scan->rules;
-	pl.p = plan;
-	pl.err = err;
+	cp_plan_start(&pl, img, scan, plan, target, err);
 	/* names the scan could not see would be left behind */
 	if (scan->incomplete[0])
 		return cp_fail(err, CP_E_INPUT, "%s: %s", img->path, scan->incomplete);
 	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;
-	st = make_forms(&pl);
+	st = cp_plan_make_forms(&pl);
 	if (!st)
 		st = unreported_from_imports(&pl);
 	if (!st)
@@ -755,7 +480,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	if (pl.code_lengths && pl.code_lengths->have)
 		cp_frame_free(&pl.code_lengths->f);
 	free(pl.code_lengths);
-	free_forms(&pl);
+	cp_plan_free_forms(&pl);
 	free(pl.done);
 	if (st) {
 		cp_plan_free(plan);
@@ -764,71 +489,3 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	return st;
 }
 
-void cp_plan_free(struct cp_plan *plan)
-{
-	size_t i, k;
-
-	for (k = 0; k < CP_NSPACES; k++) {
-		for (i = 0; i < plan->space[k].nchunks; i++)
-			free(plan->space[k].chunks[i].bytes);
-		free(plan->space[k].chunks);
-	}
-	free(plan->edits);
-	free(plan->expects);
-	memset(plan, 0, sizeof(*plan));
-}
-
-static void hex(FILE *out, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n && i < 24; i++)
-		fprintf(out, "%02x", p[i]);
-	if (n > 24)
-		fputs("..", out);
-}
-
-static const char *edit_kind_name(enum cp_edit_kind k)
-{
-	static const char *const names[] = { "string", "length", "disp32", "addend", "word", "imm",
-					     "branch" };
-
-	return names[k];
-}
-
-static void print_space(const struct cp_space *sp, size_t kind, FILE *out)
-{
-	size_t i;
-
-	if (!sp->nchunks)
-		return;
-	fprintf(out, "  new %s: %s at file %#llx, vaddr %#llx, %llu bytes:\n",
-		kind == CP_SPACE_CODE ? "code" : "read-only data",
-		sp->place == CP_PLACE_GAP ? "the padding after its kind of PT_LOAD"
-					  : "a new PT_LOAD in place of PT_NOTE",
-		(unsigned long long)sp->seg_off, (unsigned long long)sp->seg_vaddr,
-		(unsigned long long)sp->size);
-	for (i = 0; i < sp->nchunks; i++)
-		fprintf(out, "    +%#llx %u bytes  [%s]\n", (unsigned long long)sp->chunks[i].seg_off,
-			sp->chunks[i].len, sp->chunks[i].what);
-}
-
-void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out)
-{
-	size_t i, k;
-
-	for (i = 0; i < plan->nedits; i++) {
-		const struct cp_edit *e = &plan->edits[i];
-		const uint8_t *old = cp_image_bytes(img, e->off, e->len);
-
-		fprintf(out, "  %-6s file %#llx (%#llx), %u bytes: ", edit_kind_name(e->kind),
-			(unsigned long long)e->off, (unsigned long long)e->site, e->len);
-		if (old)
-			hex(out, old, e->len);
-		fputs(" -> ", out);
-		hex(out, e->bytes, e->len);
-		fprintf(out, "  [%s]\n", e->what);
-	}
-	for (k = 0; k < CP_NSPACES; k++)
-		print_space(&plan->space[k], k, out);
-}

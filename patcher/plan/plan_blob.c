@@ -13,7 +13,7 @@
  */
 #include "plan/plan_internal.h"
 #include "util/error.h"
-#include "arch/x86_64/frame_eval.h"
+#include "arch/frame.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -137,28 +137,18 @@ static cp_status remap_sigconst(struct planner *pl, const uint8_t *d, size_t n, 
 /* Cython computes the names' address as signatures + region (after the
  * PyBytes data offset): an add or lea with that immediate in the import
  * code that follows PyImport_ImportModule. */
-static bool fits_imm(int64_t v, uint8_t size)
-{
-	if (size == 1)
-		return v >= -128 && v <= 127;
-	if (size == 2)
-		return v >= -32768 && v <= 32767;
-	return v >= INT32_MIN && v <= INT32_MAX;
-}
-
 static cp_status patch_field(struct planner *pl, uint64_t insn, uint8_t off, uint8_t size,
 			     int64_t newv, const char *what)
 {
 	uint64_t foff;
-	uint8_t bytes[4];
+	uint8_t bytes[8];
 
-	if ((size != 1 && size != 4) || !fits_imm(newv, size) || !cp_plan_file_off(pl, insn + off, size, &foff)) {
+	if ((size != 1 && size != 4) || !cp_plan_field(pl, insn, off, size, newv, bytes, &foff)) {
 		pl->inexpressible = true;
 		return cp_fail(pl->err, CP_E_INPUT, "%s: %lld does not fit the %u-byte field of the "
 			       "instruction at %#llx (%s); re-encoding it would move code",
 			       pl->img->path, (long long)newv, size, (unsigned long long)insn, what);
 	}
-	memcpy(bytes, &newv, size);
 	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }
 
@@ -268,11 +258,9 @@ cp_status cp_plan_blob_from_import(struct planner *pl, const struct cp_ref *r, c
 static cp_status patch_imm(struct planner *pl, uint64_t insn, uint64_t mask, uint64_t oldv,
 			   uint64_t newv, const char *what)
 {
-	uint8_t off, size;
+	uint8_t off, size, bytes[8];
 	int64_t v, nv;
 	uint64_t foff;
-	uint8_t bytes[4];
-
 	bool byte_op;
 
 	if (!cp_dis_immediate(&pl->dis, pl->img, insn, &off, &size, &v))
@@ -295,10 +283,9 @@ static cp_status patch_imm(struct planner *pl, uint64_t insn, uint64_t mask, uin
 	nv = (int64_t)(((uint64_t)v & ~mask) | newv);
 	if (size == 1 && (mask <= 0xff || byte_op)) /* an 8-bit field stored whole, or or'ed in */
 		nv = (int8_t)(uint8_t)nv;
-	if (!fits_imm(nv, size) || !cp_plan_file_off(pl, insn + off, size, &foff))
+	if (!cp_plan_field(pl, insn, off, size, nv, bytes, &foff))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: length %llu does not fit the %u-byte immediate at %#llx",
 			       pl->img->path, (unsigned long long)newv, size, (unsigned long long)insn);
-	memcpy(bytes, &nv, size);
 	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }
 
@@ -481,40 +468,48 @@ static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t fro
 	}
 }
 
-static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
-			      uint64_t newstored)
-{
-	struct len_sites ls;
+/* What the blob's lengths must reach: the sink's argument and, for LZSS,
+ * the other values its decoder compares (input consumed, last index,
+ * output length), old and new. */
+struct totals {
 	struct sink sk;
-	struct cp_frame f;
-	uint64_t oldo[3], newo[3], start, end;
-	int nothers = 0, i;
-	bool hit = false;
-	size_t k;
-	cp_status st;
+	uint64_t oldo[3], newo[3];
+	int nothers;
+};
 
-	if (b->algo == CP_BLOB_NONE)
-		return CP_OK;
-	memset(&ls, 0, sizeof(ls));
+static void make_totals(const struct cp_blob *b, uint64_t newlen, uint64_t newstored, struct totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->sk.arg = 1;
 	if (b->algo == CP_BLOB_LZSS) {
-		sk.name = "PyBytes_FromStringAndSize";
-		sk.arg = 1;
-		sk.null_first = true;
-		sk.oldv = b->length;
-		sk.newv = newlen;
-		oldo[nothers] = b->stored_length;
-		newo[nothers++] = newstored;
-		oldo[nothers] = b->length - 1;
-		newo[nothers++] = newlen - 1;
-		oldo[nothers] = b->length;
-		newo[nothers++] = newlen;
+		t->sk.name = "PyBytes_FromStringAndSize";
+		t->sk.null_first = true;
+		t->sk.oldv = b->length;
+		t->sk.newv = newlen;
+		t->oldo[t->nothers] = b->stored_length;
+		t->newo[t->nothers++] = newstored;
+		t->oldo[t->nothers] = b->length - 1;
+		t->newo[t->nothers++] = newlen - 1;
+		t->oldo[t->nothers] = b->length;
+		t->newo[t->nothers++] = newlen;
 	} else {
-		sk.name = "PyMemoryView_FromMemory";
-		sk.arg = 1;
-		sk.null_first = false;
-		sk.oldv = b->stored_length;
-		sk.newv = newstored;
+		t->sk.name = "PyMemoryView_FromMemory";
+		t->sk.null_first = false;
+		t->sk.oldv = b->stored_length;
+		t->sk.newv = newstored;
 	}
+}
+
+/* The sites of the decoder's calls (and of the callees it passes the
+ * length to) that carry the blob's lengths. */
+static cp_status total_sites(struct planner *pl, const struct cp_blob *b, const struct totals *t,
+			     struct len_sites *ls, bool *hit)
+{
+	uint64_t start, end;
+	struct cp_frame f;
+	cp_status st;
+	size_t k;
+
 	if (!cp_image_function(pl->img, b->func, &start, &end))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's decoder was not found", pl->img->path);
 	st = cp_frame_eval(pl->img, start, end, &f, pl->err);
@@ -523,22 +518,39 @@ static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint6
 	for (k = 0; !st && k < f.ncalls; k++) {
 		const struct cp_frame_call *c = &f.calls[k];
 
-		if (call_is(c, sk.name, sk.arg, sk.oldv, sk.null_first) && c->arg_imm[sk.arg]) {
-			hit = true;
-			add_site(&ls, c->arg_imm[sk.arg], sk.oldv, sk.newv);
+		if (call_is(c, t->sk.name, t->sk.arg, t->sk.oldv, t->sk.null_first) && c->arg_imm[t->sk.arg]) {
+			*hit = true;
+			add_site(ls, c->arg_imm[t->sk.arg], t->sk.oldv, t->sk.newv);
 			if (b->algo == CP_BLOB_LZSS)
-				loop_checks(pl, &f, k, oldo, newo, nothers, &ls);
+				loop_checks(pl, &f, k, t->oldo, t->newo, t->nothers, ls);
 		} else if (c->target && !c->name) {
-			st = through_callee(pl, c, &sk, oldo, newo, nothers, &ls, &hit);
+			st = through_callee(pl, c, &t->sk, t->oldo, t->newo, t->nothers, ls, hit);
 		}
 	}
 	cp_frame_free(&f);
+	return st;
+}
+
+static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
+			      uint64_t newstored)
+{
+	struct len_sites ls;
+	struct totals t;
+	bool hit = false;
+	cp_status st;
+	int i;
+
+	if (b->algo == CP_BLOB_NONE)
+		return CP_OK;
+	memset(&ls, 0, sizeof(ls));
+	make_totals(b, newlen, newstored, &t);
+	st = total_sites(pl, b, &t, &ls, &hit);
 	if (st)
 		return st;
 	if (!hit || ls.full)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's %s length %llu reaches %s from no immediate "
 			       "cypatch can follow", pl->img->path, b->algo == CP_BLOB_LZSS ? "decoded" : "stored",
-			       (unsigned long long)sk.oldv, sk.name);
+			       (unsigned long long)t.sk.oldv, t.sk.name);
 	/* LZSS: the input consumed is checked too, or a changed blob would fail
 	 * to decode ("LZSS string data decompression failed") */
 	if (b->algo == CP_BLOB_LZSS) {

@@ -3,10 +3,11 @@
  *
  * No name is rewritten. Every call the extension makes to
  * PyImport_ImportModule, PyImport_ImportModuleLevelObject, PyCapsule_IsValid
- * and PyCapsule_GetPointer is redirected to a thunk in new code space,
- *     lea <next argument register>, [rip + context]; jmp <stub entry>
+ * and PyCapsule_GetPointer is redirected to a thunk in new code space that
+ * passes the context's address as the argument after the function's own
+ * and jumps to the stub's entry (the architecture writes it: cp_arch.thunk),
  * and the stub (patcher/stub/fallback_stub.c, compiled into a blob at build
- * time) accepts both layouts. The context, in new read-only space, holds the
+ * time for the machine: cp_arch.stub) accepts both layouts. The context, in new read-only space, holds the
  * offsets of the GOT slots the stub calls through, the module pairs, the
  * mangled prefix pairs and the stub's Python helper.
  */
@@ -16,35 +17,29 @@
 #include "rules/rules.h"
 #include "stub/fallback_abi.h"
 
-#include <elf.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-extern const unsigned char cp_stub_code[];
-extern const unsigned long cp_stub_code_size;
-extern const unsigned long cp_stub_entry_cp_fb_import_module;
-extern const unsigned long cp_stub_entry_cp_fb_import_level;
-extern const unsigned long cp_stub_entry_cp_fb_capsule_isvalid;
-extern const unsigned long cp_stub_entry_cp_fb_capsule_getpointer;
 extern const char cp_stub_helper[];
 
-/* The API functions whose calls are redirected, with the register that
- * carries the context (the one after their own arguments). */
+/* The API functions whose calls are redirected (the first CP_FB_NTHUNKS of
+ * enum cp_fb_api, whose stub entries they are), with the argument that
+ * carries the context: the one after their own. */
 struct redirect {
 	enum cp_fb_api api;
-	const unsigned long *entry;
-	uint8_t lea[3];   /* lea <reg>, [rip + disp32] without the disp32 */
+	unsigned ctx_arg;
 };
 
 static const struct redirect redirects[] = {
-	{ CP_FB_IMPORT_MODULE, &cp_stub_entry_cp_fb_import_module, { 0x48, 0x8d, 0x35 } },      /* rsi */
-	{ CP_FB_IMPORT_LEVEL, &cp_stub_entry_cp_fb_import_level, { 0x4c, 0x8d, 0x0d } },        /* r9 */
-	{ CP_FB_CAPSULE_ISVALID, &cp_stub_entry_cp_fb_capsule_isvalid, { 0x48, 0x8d, 0x15 } },  /* rdx */
-	{ CP_FB_CAPSULE_GETPOINTER, &cp_stub_entry_cp_fb_capsule_getpointer, { 0x48, 0x8d, 0x15 } },
+	{ CP_FB_IMPORT_MODULE, 1 },       /* (name) */
+	{ CP_FB_IMPORT_LEVEL, 5 },        /* (name, globals, locals, fromlist, level) */
+	{ CP_FB_CAPSULE_ISVALID, 2 },     /* (capsule, name) */
+	{ CP_FB_CAPSULE_GETPOINTER, 2 },  /* (capsule, name) */
 };
 #define NREDIRECTS (sizeof(redirects) / sizeof(redirects[0]))
+_Static_assert(CP_FB_NTHUNKS == CP_STUB_NENTRIES, "one stub entry per redirected function");
 
 struct site {
 	uint64_t addr;
@@ -370,67 +365,42 @@ static cp_status redirect_site(struct fb *f, uint64_t addr, uint64_t to, const c
 	struct planner *pl = f->pl;
 	unsigned len = cp_dis_size(&pl->dis, pl->img, addr);
 	const uint8_t *b = len ? cp_image_va_bytes(pl->img, addr, len) : NULL;
-	uint8_t out[6];
-	uint8_t at;
+	uint8_t out[16];
+	uint8_t at, size;
 	uint64_t off;
 
-	if (b && len == 5 && (b[0] == 0xe8 || b[0] == 0xe9)) {          /* call/jmp rel32 */
-		memcpy(out, b, 1);
-		at = 1;
-	} else if (b && len == 6 && b[0] == 0xf2 && (b[1] == 0xe8 || b[1] == 0xe9)) { /* bnd */
-		memcpy(out, b, 2);
-		at = 2;
-	} else if (b && len == 6 && b[0] == 0xff && b[1] == 0x15) {     /* call [rip+GOT] */
-		out[0] = 0x67;  /* addr32 call rel32, as ld relaxes it */
-		out[1] = 0xe8;
-		at = 2;
-	} else if (b && len == 6 && b[0] == 0xff && b[1] == 0x25) {     /* jmp [rip+GOT] */
-		out[0] = 0xe9;  /* jmp rel32; nop, as ld relaxes it */
-		out[5] = 0x90;
-		at = 1;
-	} else {
+	if (!b || len > sizeof(out) || !pl->img->arch->branch_rewrite(b, len, out, &at, &size))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the call at %#llx has a form the fallback stub "
 			       "cannot redirect", pl->img->path, (unsigned long long)addr);
-	}
-	memset(out + at, 0, 4);
 	if (!cp_plan_file_off(pl, addr, len, &off))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the call at %#llx lies outside the file",
 			       pl->img->path, (unsigned long long)addr);
 	if (cp_plan_add_edit(pl, CP_EDIT_BRANCH, off, out, len, addr, to, what))
 		return pl->err->code;
-	pl->p->edits[pl->p->nedits - 1].site_end = addr + len;
+	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
 	pl->p->edits[pl->p->nedits - 1].disp_at = at;
 	return CP_OK;
 }
 
-#define THUNK_SIZE 16 /* lea (7) + jmp (5), padded */
-
-/* The stub, then one thunk per redirected function that has sites. */
+/* The stub, then room for one thunk per redirected function (written
+ * once placed: finish); the call sites point at the thunks. */
 static cp_status plan_code(struct fb *f, uint64_t *code, uint64_t thunk[NREDIRECTS])
 {
-	size_t n = (cp_stub_code_size + 15) & ~(size_t)15, i, k;
-	uint8_t *buf = calloc(1, n + NREDIRECTS * THUNK_SIZE);
+	const struct cp_arch *arch = f->pl->img->arch;
+	size_t n = (arch->stub->size + 15) & ~(size_t)15, i, k;
+	uint8_t *buf = calloc(1, n + NREDIRECTS * arch->thunk_size);
 	cp_status st = CP_OK;
 
 	if (!buf)
 		return cp_plan_oom(f->pl);
-	memcpy(buf, cp_stub_code, cp_stub_code_size);
-	for (i = 0; i < NREDIRECTS; i++) {
-		uint8_t *t = buf + n + i * THUNK_SIZE;
-		int32_t rel = (int32_t)((int64_t)*redirects[i].entry - (int64_t)(n + i * THUNK_SIZE + 12));
-
-		memcpy(t, redirects[i].lea, 3);
-		t[7] = 0xe9;
-		memcpy(t + 8, &rel, 4);
-		memset(t + 12, 0xcc, 4);
-	}
-	*code = cp_plan_append_code(f->pl, buf, n + NREDIRECTS * THUNK_SIZE, 16,
+	memcpy(buf, arch->stub->code, arch->stub->size);
+	*code = cp_plan_append_code(f->pl, buf, n + NREDIRECTS * arch->thunk_size, 16,
 				    "fallback stub (patcher/stub/fallback_stub.c) and its thunks");
 	free(buf);
 	if (!*code)
 		return cp_plan_oom(f->pl);
 	for (i = 0; i < NREDIRECTS; i++)
-		thunk[i] = *code + n + i * THUNK_SIZE;
+		thunk[i] = *code + n + i * arch->thunk_size;
 	for (k = 0; !st && k < f->nsites; k++) {
 		char what[200];
 
@@ -440,14 +410,15 @@ static cp_status plan_code(struct fb *f, uint64_t *code, uint64_t thunk[NREDIREC
 	return st;
 }
 
-/* Once placed: the context's GOT and thunk offsets, each thunk's lea
- * displacement, and what the check decodes again there (lea, jmp). */
+/* Once placed: the context's GOT and thunk offsets, the thunks, and what
+ * the check decodes again there (the load of the context, the jump). */
 static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uint64_t thunk_p[NREDIRECTS])
 {
+	const struct cp_arch *arch = f->pl->img->arch;
 	struct cp_plan *p = f->pl->p;
 	struct cp_chunk *cc = &p->space[CP_SPACE_CODE].chunks[0];
 	struct cp_chunk *dc = &p->space[CP_SPACE_DATA].chunks[p->space[CP_SPACE_DATA].nchunks - 1];
-	uint64_t ctx = cp_plan_real_address(p, ctx_p), code = cp_plan_real_address(p, code_p);
+	uint64_t ctx = cp_plan_real_address(p, ctx_p), code = cp_plan_real_address(p, code_p), jump;
 	size_t i;
 
 	for (i = 0; i < CP_FB_NAPI; i++) {
@@ -456,92 +427,108 @@ static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uin
 		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, api) + 8 * i, &rel, 8);
 	}
 	for (i = 0; i < NREDIRECTS; i++) {
-		uint64_t t = cp_plan_real_address(p, thunk_p[i]);
-		int64_t disp = (int64_t)(ctx - (t + 7)), rel = (int64_t)(t - ctx);
-		int32_t d = (int32_t)disp;
+		uint64_t t = cp_plan_real_address(p, thunk_p[i]), entry = code + arch->stub->entry[redirects[i].api];
+		int64_t rel = (int64_t)(t - ctx);
 
 		/* the segments placed on either side of a huge .bss */
-		if (disp != d)
+		if (!arch->thunk(cc->bytes + (t - code), t, redirects[i].ctx_arg, ctx, entry, &jump))
 			return cp_fail(f->pl->err, CP_E_INPUT, "%s: the fallback stub's thunk at %#llx cannot reach its "
 				       "context at %#llx with a 32-bit displacement", f->pl->img->path,
 				       (unsigned long long)t, (unsigned long long)ctx);
-		memcpy(cc->bytes + (t - code) + 3, &d, 4);
 		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, thunk) + 8 * redirects[i].api, &rel, 8);
-		if (cp_plan_expect(f->pl, t, ctx) || cp_plan_expect(f->pl, t + 7, code + *redirects[i].entry))
+		if (cp_plan_expect(f->pl, t, ctx) || cp_plan_expect(f->pl, jump, entry))
 			return f->pl->err->code;
 	}
 	return CP_OK;
 }
 
-cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_plan *plan,
-			   cp_error *err)
+/* What refuses a fallback before any code is read. */
+static cp_status check_scan(const cp_image *img, const cp_scan *scan, cp_error *err)
 {
-	struct cp_code_visitor v;
-	struct planner pl;
-	struct fb f;
-	uint64_t code = 0, ctx = 0, thunk[NREDIRECTS];
-	cp_status st;
 	size_t k;
 
-	memset(plan, 0, sizeof(*plan));
-	memset(&pl, 0, sizeof(pl));
-	memset(&f, 0, sizeof(f));
-	plan->target = -1;
-	pl.img = img;
-	pl.scan = scan;
-	pl.rules = scan->rules;
-	pl.p = plan;
-	pl.err = err;
-	f.pl = &pl;
 	if (scan->rules->nlayout != 2)
 		return cp_fail(err, CP_E_RULES, "%s: fallback needs rules with exactly two layouts, not %zu",
 			       img->path, scan->rules->nlayout);
-	if (scan->fallback)
-		return CP_OK; /* already patched: an empty plan */
-	for (k = 0; scan->shared_import[0] && k < scan->nrefs; k++)
+	for (k = 0; !scan->fallback && scan->shared_import[0] && k < scan->nrefs; k++)
 		if ((scan->refs[k].kind == CP_K_PYIMPORT || scan->refs[k].kind == CP_K_FROMIMPORT) &&
 		    cp_ref_is_live(&scan->refs[k]))
 			return cp_fail(err, CP_E_INPUT, "%s: the Python-level import of %s is made by %s (Cython's "
 				       "shared utility module), where the fallback stub cannot see it",
 				       img->path, scan->refs[k].module, scan->shared_import);
+	return CP_OK;
+}
+
+/* The GOT slots, and the calls to redirect (a walk of all code). */
+static cp_status find_sites(struct fb *f)
+{
+	struct cp_code_visitor v;
+	cp_status st = find_slots(f);
+
+	/* any Python-level import may be `from cuda import cuda` (the strings
+	 * cannot always tell): the helper sees them all, and acts on failures */
+	if (f->slot[CP_FB_IMPORT_LEVEL])
+		f->need[CP_FB_IMPORT_LEVEL] = true;
+	memset(&v, 0, sizeof(v));
+	v.on_call = on_call;
+	v.on_ref = on_ref;
+	v.ctx = f;
+	if (!st)
+		st = cp_code_walk(f->pl->img, 0, 0, &v, f->pl->err);
+	if (!st && f->oom)
+		st = cp_plan_oom(f->pl);
+	if (!st && !f->nsites)
+		st = cp_fail(f->pl->err, CP_E_INPUT, "%s: no import or capsule call to redirect", f->pl->img->path);
+	return st;
+}
+
+/* The context and the code appended, placed and finished. */
+static cp_status plan_stubs(struct fb *f)
+{
+	uint64_t code = 0, ctx = 0, thunk[NREDIRECTS];
+	cp_status st = check_needs(f);
+
+	if (!st)
+		st = build_context(f);
+	if (!st) {
+		ctx = cp_plan_append(f->pl, f->ctx, f->len, 16, "fallback context: GOT offsets, module pairs, "
+				     "mangled prefixes, helper source");
+		if (!ctx)
+			st = cp_plan_oom(f->pl);
+	}
+	if (!st)
+		st = plan_code(f, &code, thunk);
+	if (!st)
+		st = cp_plan_place(f->pl);
+	if (!st)
+		st = finish(f, ctx, code, thunk);
+	if (!st)
+		st = cp_plan_check_overlaps(f->pl);
+	return st;
+}
+
+cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_plan *plan,
+			   cp_error *err)
+{
+	struct planner pl;
+	struct fb f;
+	cp_status st;
+	size_t k;
+
+	cp_plan_start(&pl, img, scan, plan, -1, err);
+	memset(&f, 0, sizeof(f));
+	f.pl = &pl;
+	st = check_scan(img, scan, err);
+	if (st || scan->fallback)
+		return st; /* already patched: an empty plan */
 	for (k = 0; k < NREDIRECTS; k++)
 		f.need[k] = needed(scan, redirects[k].api);
 	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;
-	st = find_slots(&f);
-	/* any Python-level import may be `from cuda import cuda` (the strings
-	 * cannot always tell): the helper sees them all, and acts on failures */
-	if (f.slot[CP_FB_IMPORT_LEVEL])
-		f.need[CP_FB_IMPORT_LEVEL] = true;
-	memset(&v, 0, sizeof(v));
-	v.on_call = on_call;
-	v.on_ref = on_ref;
-	v.ctx = &f;
+	st = find_sites(&f);
 	if (!st)
-		st = cp_code_walk(img, 0, 0, &v, err);
-	if (!st && f.oom)
-		st = cp_plan_oom(&pl);
-	if (!st && !f.nsites)
-		st = cp_fail(err, CP_E_INPUT, "%s: no import or capsule call to redirect", img->path);
-	if (!st)
-		st = check_needs(&f);
-	if (!st)
-		st = build_context(&f);
-	if (!st) {
-		ctx = cp_plan_append(&pl, f.ctx, f.len, 16, "fallback context: GOT offsets, module pairs, "
-				     "mangled prefixes, helper source");
-		if (!ctx)
-			st = cp_plan_oom(&pl);
-	}
-	if (!st)
-		st = plan_code(&f, &code, thunk);
-	if (!st)
-		st = cp_plan_place(&pl);
-	if (!st)
-		st = finish(&f, ctx, code, thunk);
-	if (!st)
-		st = cp_plan_check_overlaps(&pl);
+		st = plan_stubs(&f);
 	plan->nchanged = f.nsites;
 	cp_dis_close(&pl.dis);
 	free(f.sites);

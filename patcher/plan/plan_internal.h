@@ -1,6 +1,14 @@
 /*
- * plan_internal.h - the planner's state, shared by plan.c (literals,
- * relocations, code operands) and plan_blob.c (Cython 3.2+ string blobs).
+ * plan_internal.h - the private header of the planner, a component of
+ * several files that call downwards only:
+ *
+ *   plan.c, plan_fallback.c   the drivers: a retarget (literals,
+ *                             relocations, code operands), the fallback stubs
+ *   plan_blob.c               Cython 3.2+ string blobs, for plan.c
+ *   place.c                   where the new space goes; addresses made real
+ *   forms.c                   what a name becomes in the target layout
+ *   edits.c                   the record: edits, appended chunks, expected
+ *                             operands, and the plan's invariants
  */
 #ifndef CP_PLAN_INTERNAL_H
 #define CP_PLAN_INTERNAL_H
@@ -33,7 +41,10 @@ struct planner {
 	size_t nforms, capforms;
 };
 
-
+/* edits.c */
+/* An empty plan for layout target (-1: fallback) and its planner. */
+void cp_plan_start(struct planner *pl, const cp_image *img, const cp_scan *scan, struct cp_plan *plan,
+		   int target, cp_error *err);
 cp_status cp_plan_oom(struct planner *pl);
 cp_status cp_plan_add_edit(struct planner *pl, enum cp_edit_kind kind, uint64_t off,
 			   const void *bytes, uint32_t len, uint64_t site, uint64_t target,
@@ -45,7 +56,16 @@ uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, 
 cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
 				const char *what);
 bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off);
+bool cp_plan_field(const struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t size,
+		   int64_t value, uint8_t bytes[8], uint64_t *off);
+/* Sorts the edits by offset; fails when two overlap. */
+cp_status cp_plan_check_overlaps(struct planner *pl);
+/* The check will decode the instruction at addr: it must reach target. */
+cp_status cp_plan_expect(struct planner *pl, uint64_t addr, uint64_t target);
 
+/* forms.c: the forms of every name that moves to the target layout. */
+cp_status cp_plan_make_forms(struct planner *pl);
+void cp_plan_free_forms(struct planner *pl);
 /* Rewrites every source-layout name in text[0, n) into out (NUL-terminated,
  * its length in *outlen); returns the replacements made, -1 if out is short. */
 int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char *out, size_t outsz,
@@ -53,10 +73,6 @@ int cp_plan_map_text(const struct planner *pl, const char *text, size_t n, char 
 
 /* place.c: chooses the new space and resolves provisional addresses. */
 cp_status cp_plan_place(struct planner *pl);
-/* Sorts the edits by offset; fails when two overlap. */
-cp_status cp_plan_check_overlaps(struct planner *pl);
-/* The check will decode the instruction at addr: it must reach target. */
-cp_status cp_plan_expect(struct planner *pl, uint64_t addr, uint64_t target);
 uint64_t cp_plan_real_address(const struct cp_plan *p, uint64_t t);
 
 /* plan_blob.c */

@@ -1,6 +1,8 @@
 # Builds the fallback stub into a flat, relocation-free blob and writes it
 # as C (run at build time). Inputs: CC, LD, OBJCOPY, NM, READELF, SRC
-# (fallback_stub.c), LDS (stub.ld), HELPER (fallback_helper.py), WORK, OUT.
+# (fallback_stub.c), LDS (stub.ld), HELPER (fallback_helper.py), ARCH_STUB
+# (patcher/arch/<machine>/stub.cmake: STUB_ARCH_CFLAGS, STUB_RELOCS,
+# STUB_SYMBOL), WORK, OUT.
 function(run)
   execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc)
@@ -9,18 +11,45 @@ function(run)
   set(out "${out}" PARENT_SCOPE)
 endfunction()
 
+# Every relocation of the object is one the machine allows (STUB_RELOCS), or
+# the build fails: a type this does not know, of this machine or another, is
+# one the flat blob cannot honour. Each row of `readelf -rW` is counted
+# against the entries its section header announces, so none goes unread.
+function(check_relocs text)
+  string(REGEX MATCHALL "contains [0-9]+ entr" sections "${text}")
+  set(announced 0)
+  foreach(s ${sections})
+    string(REGEX REPLACE "contains ([0-9]+) entr" "\\1" n "${s}")
+    math(EXPR announced "${announced} + ${n}")
+  endforeach()
+  string(REGEX MATCHALL "\n[0-9a-f]+ +[0-9a-f]+ +[A-Za-z0-9_]+" rows "${text}")
+  list(LENGTH rows nrows)
+  if(NOT nrows EQUAL announced)
+    message(FATAL_ERROR "stub: read ${nrows} of the ${announced} relocations of ${SRC}:\n${text}")
+  endif()
+  foreach(row ${rows})
+    string(REGEX REPLACE ".* ([A-Za-z0-9_]+)$" "\\1" k "${row}")
+    list(FIND STUB_RELOCS "${k}" known)
+    if(known LESS 0)
+      message(FATAL_ERROR "stub: ${SRC} needs a ${k} relocation; it must be position-independent "
+                          "(allowed: ${STUB_RELOCS})")
+    endif()
+  endforeach()
+endfunction()
+
+if(NOT ARCH_STUB)
+  message(FATAL_ERROR "stub: no ARCH_STUB (patcher/arch/<machine>/stub.cmake)")
+endif()
+include(${ARCH_STUB})
+if(NOT STUB_RELOCS OR NOT STUB_SYMBOL)
+  message(FATAL_ERROR "stub: ${ARCH_STUB} sets no STUB_RELOCS or STUB_SYMBOL")
+endif()
 get_filename_component(dir ${SRC} DIRECTORY)
 run(${CC} -Os -fPIC -ffreestanding -fno-builtin -fno-stack-protector -fno-asynchronous-unwind-tables
-    -fno-unwind-tables -fno-jump-tables -fno-tree-loop-distribute-patterns -fcf-protection=none
-    -mgeneral-regs-only -fno-common -Wall -Wextra -Werror -I${dir} -c ${SRC} -o ${WORK}/fallback_stub.o)
-# Only PC-relative references may remain: the blob runs wherever it lands.
+    -fno-unwind-tables -fno-jump-tables -fno-tree-loop-distribute-patterns ${STUB_ARCH_CFLAGS}
+    -fno-common -Wall -Wextra -Werror -I${dir} -c ${SRC} -o ${WORK}/fallback_stub.o)
 run(${READELF} -rW ${WORK}/fallback_stub.o)
-string(REGEX MATCHALL "R_X86_64_[A-Z0-9_]+" kinds "${out}")
-foreach(k ${kinds})
-  if(NOT k MATCHES "^R_X86_64_(PC32|PLT32)$")
-    message(FATAL_ERROR "stub: ${SRC} needs a ${k} relocation; it must be position-independent")
-  endif()
-endforeach()
+check_relocs("${out}")
 run(${LD} -T ${LDS} -o ${WORK}/fallback_stub.elf ${WORK}/fallback_stub.o)
 run(${OBJCOPY} -O binary -j .stub ${WORK}/fallback_stub.elf ${WORK}/fallback_stub.bin)
 run(${NM} ${WORK}/fallback_stub.elf)
@@ -30,14 +59,14 @@ foreach(sym cp_fb_import_module cp_fb_import_level cp_fb_capsule_isvalid cp_fb_c
   if(NOT m)
     message(FATAL_ERROR "stub: no entry ${sym}")
   endif()
-  string(APPEND entries "const unsigned long cp_stub_entry_${sym} = 0x${CMAKE_MATCH_1};\n")
+  string(APPEND entries "0x${CMAKE_MATCH_1}, ")
 endforeach()
 file(READ ${WORK}/fallback_stub.bin hex HEX)
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
 file(READ ${HELPER} helper HEX)
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," helper "${helper}")
 file(WRITE ${OUT} "/* generated from patcher/stub/fallback_stub.c and fallback_helper.py; do not edit */\n"
-  "const unsigned char cp_stub_code[] = {${bytes}};\n"
-  "const unsigned long cp_stub_code_size = sizeof(cp_stub_code);\n"
-  "${entries}"
+  "#include \"arch/arch.h\"\n"
+  "static const unsigned char code[] = {${bytes}};\n"
+  "const struct cp_stub ${STUB_SYMBOL} = { code, sizeof(code), { ${entries}} };\n"
   "const char cp_stub_helper[] = {${helper}0x00};\n")

@@ -3,6 +3,7 @@
  * rest of cypatch reads this instruction set through.
  */
 #include "arch/x86_64/x86_64.h"
+#include "arch/x86_64/encode.h"
 #include <elf.h>
 
 static enum cp_reloc_kind reloc_kind(uint32_t type)
@@ -56,4 +57,12 @@ const struct cp_arch cp_arch_x86_64 = {
 	.calls_nothing = cp_x86_calls_nothing,
 	.code_walk = cp_x86_code_walk,
 	.frame_eval = cp_x86_frame_eval,
+
+	.pcrel_size = CP_X86_64_PCREL_SIZE,
+	.pcrel_put = cp_x86_64_pcrel_put,
+	.field_put = cp_x86_64_field_put,
+	.branch_rewrite = cp_x86_64_branch_rewrite,
+	.thunk_size = CP_X86_64_THUNK_SIZE,
+	.thunk = cp_x86_64_thunk,
+	.stub = &cp_stub_x86_64,
 };
