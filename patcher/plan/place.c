@@ -364,8 +364,10 @@ static cp_status resolve(struct planner *pl)
 /* Each space with chunks is placed where the loader maps its bytes at
  * the addresses the plan gives them: 16-aligned, the file offset and the
  * address congruent modulo a page (validate.c holds every PT_LOAD to it),
- * a new segment past the end of the file, and apart from the other space. */
-static inline bool placed(const struct cp_plan *p, const cp_image *img)
+ * a new segment past the end of the file, and apart from the other space.
+ * Only asserts ask. */
+#ifndef NDEBUG
+static bool placed(const struct cp_plan *p, const cp_image *img)
 {
 	const struct cp_space *d = &p->space[CP_SPACE_DATA], *c = &p->space[CP_SPACE_CODE];
 	size_t k;
@@ -381,6 +383,7 @@ static inline bool placed(const struct cp_plan *p, const cp_image *img)
 	return !d->nchunks || !c->nchunks || d->seg_off + d->size <= c->seg_off ||
 	       c->seg_off + c->size <= d->seg_off;
 }
+#endif
 
 cp_status cp_plan_place(struct planner *pl)
 {

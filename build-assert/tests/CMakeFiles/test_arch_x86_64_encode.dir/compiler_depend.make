@@ -1,0 +1,2 @@
+# Empty compiler generated dependencies file for test_arch_x86_64_encode.
+# This may be replaced when dependencies are built.

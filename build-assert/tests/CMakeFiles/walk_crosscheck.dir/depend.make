@@ -1,0 +1,2 @@
+# Empty dependencies file for walk_crosscheck.
+# This may be replaced when dependencies are built.
