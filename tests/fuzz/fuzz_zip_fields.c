@@ -22,7 +22,7 @@
  */
 #include "fuzz_input.h"
 #include "wheel/record.h"
-#include "repair/repair.h"
+#include "cypatch.h"
 #include "wheel/zip_layout.h"
 
 #include <fcntl.h>
