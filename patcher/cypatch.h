@@ -128,7 +128,7 @@ struct cp_patch_opts {
 	const char *layout;   /* a layout of the rules, or "fallback" */
 	bool no_fallback;     /* refuse what strings cannot express */
 	bool keep_build_id;   /* leave the GNU build-id as it was */
-	bool no_fsync;        /* rename without waiting for the disk (write.h) */
+	bool no_fsync;        /* rename without waiting for the disk (util/write.h) */
 	FILE *dry_run;        /* when set: print the plan there, write nothing */
 };
 
@@ -179,7 +179,7 @@ struct cp_repair_opts {
 	const char *layout;     /* legacy, bindings or fallback */
 	const char *outdir;     /* -w DIR */
 	bool no_fallback, keep_build_id;
-	bool no_fsync;          /* rename without waiting for the disk (write.h) */
+	bool no_fsync;          /* rename without waiting for the disk (util/write.h) */
 	bool relax_requires;    /* widen cuda-python / cuda-bindings in METADATA */
 	bool keep_sources;      /* leave the Python sources' import statements alone */
 };
