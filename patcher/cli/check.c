@@ -1,8 +1,6 @@
 /* check.c - `cypatch check`: will it bind under that site-packages? */
 #include "common.h"
 
-#include "predict/predict.h"
-
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,11 +1,27 @@
-/* main.c - the cypatch command: subcommand dispatch, --help, --version. */
+/* main.c - the cypatch command: subcommand dispatch from a table, --help,
+ * --version. */
 #include "common.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char usage[] =
+/* The subcommands, in the order the usage lists them: its "commands:"
+ * lines are made from this table (names of at most six characters). */
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "show", cmd_show, "list what an extension references, per layout" },
+	{ "repair", cmd_repair, "patch the extensions of wheels (auditwheel-style)" },
+	{ "check", cmd_check, "predict, from the files, whether it binds under a site-packages" },
+	{ "verify", cmd_verify, "import it under an interpreter and prove every binding (--gpu)" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char usage_head[] =
 	"usage: cypatch [--version] [--help] COMMAND [ARGS]\n"
 	"       cypatch --target-layout LAYOUT|fallback [-o OUT | --in-place] [--dry-run] EXT.so\n"
 	"       cypatch repair -w DIR -t LAYOUT|fallback WHEEL...\n"
@@ -13,15 +29,24 @@ static const char usage[] =
 	"Repairs compiled Cython extensions whose provider modules moved between\n"
 	"layouts (cuda-python's cuda.ccudart -> cuda.bindings.cyruntime, ...).\n"
 	"\n"
-	"commands:\n"
-	"  show    list what an extension references, per layout\n"
-	"  repair  patch the extensions of wheels (auditwheel-style)\n"
-	"  check   predict, from the files, whether it binds under a site-packages\n"
-	"  verify  import it under an interpreter and prove every binding (--gpu)\n"
+	"commands:\n";
+
+/* The one command spelt as an option (cmd_retarget), then the footer. */
+static const char usage_tail[] =
 	"  --target-layout LAYOUT   rewrite an extension to bind to LAYOUT\n"
 	"          (legacy or bindings; 'cypatch --target-layout --help')\n"
 	"\n"
 	"'cypatch COMMAND --help' describes a command. Exit codes: docs/exit-codes.md.\n";
+
+static void print_usage(FILE *f)
+{
+	size_t i;
+
+	fputs(usage_head, f);
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-6s  %s\n", commands[i].name, commands[i].help);
+	fputs(usage_tail, f);
+}
 
 /* git's rule: output that did not reach stdout (`> /dev/full`, a closed
  * pipe's reader gone with SIGPIPE ignored) is a failure, not a success.
@@ -43,8 +68,10 @@ static int flushed(int rc)
 
 static int dispatch(int argc, char **argv)
 {
+	size_t i;
+
 	if (argc < 2) {
-		fputs(usage, stderr);
+		print_usage(stderr);
 		return CP_E_USAGE;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
@@ -52,17 +79,13 @@ static int dispatch(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		fputs(usage, stdout);
+		print_usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "show"))
-		return cmd_show(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "repair"))
-		return cmd_repair(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "verify"))
-		return cmd_verify(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc - 1, argv + 1);
+	for (i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	/* the retarget reads its layout option itself: it gets the whole line */
 	if (!strcmp(argv[1], "-t") || !strncmp(argv[1], "--target-layout", 15))
 		return cmd_retarget(argc, argv);
 	fprintf(stderr, "cypatch: '%s' is not a command (see 'cypatch --help')\n", argv[1]);

@@ -1,10 +1,6 @@
 /* repair.c - `cypatch repair`: the wheel step of a packaging pipeline. */
 #include "common.h"
 
-#include "util/cleanup_on_signal.h"
-#include "util/error.h"
-#include "repair/repair.h"
-
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>

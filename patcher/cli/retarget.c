@@ -2,11 +2,6 @@
  * that it binds to the other layout. */
 #include "common.h"
 
-#include "util/cleanup_on_signal.h"
-#include "util/error.h"
-#include "emit/patch.h"
-#include "rules/rules.h"
-
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,5 @@
 /* show.c - `cypatch show`: what an extension references, per layout. */
 #include "common.h"
-#include "util/error.h"
-#include "predict/exports.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -85,7 +83,7 @@ static cp_status show_refs(const char *file, const cp_rules *rules, int json, in
 	return st;
 }
 
-/* --exports: what check reads as the file's exports (exports.c). */
+/* --exports: what check reads as the file's exports (predict/exports.c). */
 static cp_status show_exports(const char *file, const cp_rules *rules, int json, cp_error *err)
 {
 	struct cp_exports ex = { NULL, 0, 0 };

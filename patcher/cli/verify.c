@@ -2,8 +2,6 @@
  * every binding (and, with --gpu, call the CUDA functions through them). */
 #include "common.h"
 
-#include "verify/verify.h"
-
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

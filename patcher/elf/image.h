@@ -114,9 +114,8 @@ const char *cp_fallback_api_name(int i);
 /* functions.c: function start addresses from .eh_frame_hdr and symbols. */
 cp_status cp_functions_read(cp_image *img, cp_error *err);
 
-/* CP_OK unless the file was truncated while mapped (map_guard.h): what was
- * read of it since is zeros, and nothing made of it may be trusted. */
-cp_status cp_image_intact(const cp_image *img, cp_error *err);
+/* cp_image_intact (public, cypatch.h): CP_OK unless the file was truncated
+ * while mapped (map_guard.h). */
 
 /* Bytes [off, off+len) of the file, or NULL when outside it. */
 const uint8_t *cp_image_bytes(const cp_image *img, uint64_t off, uint64_t len);

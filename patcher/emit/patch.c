@@ -1,7 +1,7 @@
 /*
- * patch.c - the whole pipeline for one file (see patch.h).
+ * patch.c - the whole pipeline for one file (see cypatch.h).
  */
-#include "emit/patch.h"
+#include "cypatch.h"
 #include "emit/buildid.h"
 #include "emit/rescan.h"
 #include "util/copy_ahead.h"

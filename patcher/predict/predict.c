@@ -1,8 +1,8 @@
 /*
  * predict.c - `cypatch check`: what importing an extension will do under a
- * site-packages directory, decided from the files alone (see predict.h).
+ * site-packages directory, decided from the files alone (see cypatch.h).
  */
-#include "predict/predict.h"
+#include "cypatch.h"
 #include "util/cleanup_on_signal.h"
 #include "util/error.h"
 #include "predict/exports.h"
@@ -15,6 +15,7 @@
 #include "util/write.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

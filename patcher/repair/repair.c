@@ -1,5 +1,5 @@
 /*
- * repair.c - a wheel through cypatch (see repair.h): what changes.
+ * repair.c - a wheel through cypatch (see cypatch.h): what changes.
  *
  * Extensions are unpacked one at a time into a private directory beside
  * the output (the patcher maps files), patched there, and read back;

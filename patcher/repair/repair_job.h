@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zip.h>
-#include "repair/repair.h"
+#include "cypatch.h"
 #include "wheel/wheel.h"
 #include "wheel/zip_layout.h"
 #include "wheel/zip_splice.h"

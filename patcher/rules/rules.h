@@ -49,8 +49,7 @@ struct cp_package {
 	int layout;
 };
 
-/* Index of a layout by name, or -1. */
-int cp_rules_layout_index(const cp_rules *r, const char *name);
+/* cp_rules_layout_index, with loading and freeing: public (cypatch.h). */
 
 /* Layout index of a module name (exact match), or -1 when unmapped. */
 int cp_rules_module_layout(const cp_rules *r, const char *module);

@@ -23,16 +23,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include "cypatch.h"
 
-/* The calling thread writes `output` from now on; installs the handlers
- * (once; a signal ignored when cypatch started, as under nohup, stays
- * ignored). */
-void cp_cleanup_begin(const char *output);
-
-/* The output is written (or abandoned, its temporaries removed): a signal
- * from now on has its default action. Releases what cp_cleanup_committing
- * held. */
-void cp_cleanup_end(void);
+/* cp_cleanup_begin and cp_cleanup_end, which a command calls around its
+ * writing, are public (cypatch.h). cp_cleanup_begin installs the handlers
+ * once; a signal ignored when cypatch started, as under nohup, stays
+ * ignored. cp_cleanup_end also releases what cp_cleanup_committing held. */
 
 /* Registers path (a folder when dir: removed after the files). False when
  * every slot is taken: the path is then not removed on a signal. */

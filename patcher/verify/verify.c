@@ -1,5 +1,5 @@
 /*
- * verify.c - proof by loading (see verify.h).
+ * verify.c - proof by loading (see cypatch.h).
  *
  * cypatch writes a plan (JSON) from its own scan: per extension, the module
  * to import, its PyInit symbol and that symbol's address in the file (to
@@ -8,7 +8,7 @@
  * (verify/verify_child.py) runs under the interpreter being tested and
  * answers in JSON; this file judges the answer.
  */
-#include "verify/verify.h"
+#include "cypatch.h"
 #include "util/error.h"
 #include "elf/image.h"
 #include "rules/rules.h"
@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <signal.h>
 #include <spawn.h>

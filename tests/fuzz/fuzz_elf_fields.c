@@ -22,7 +22,7 @@
  * command line.
  */
 #include "fuzz_input.h"
-#include "emit/patch.h"
+#include "cypatch.h"
 #include "rules/rules.h"
 #include "scan/scan.h"
 

@@ -6,7 +6,7 @@
  * is one, passed cypatch's own check, so it must load again.
  */
 #include "fuzz_input.h"
-#include "emit/patch.h"
+#include "cypatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@
  */
 #include "fuzz_input.h"
 #include "wheel/record.h"
-#include "repair/repair.h"
+#include "cypatch.h"
 #include "wheel/zip_layout.h"
 
 #include <fcntl.h>
@@ -95,12 +95,13 @@ static void apply_z64(const uint8_t *ex, size_t exlen, struct zent *z, uint32_t 
 	}
 }
 
-static bool walk(const uint8_t *d, size_t size, struct zwalk *w)
+/* The end of central directory record, found backwards within the
+ * longest comment, and the zip64 one in its place when the locator before
+ * it points at one: where the central directory is, and *n its entries. */
+static bool walk_end(const uint8_t *d, size_t size, struct zwalk *w, uint64_t *n)
 {
-	size_t i, p, end;
-	uint64_t n;
+	size_t i;
 
-	memset(w, 0, sizeof(*w));
 	if (size < 22)
 		return false;
 	for (i = size - 22;; i--) {
@@ -110,7 +111,7 @@ static bool walk(const uint8_t *d, size_t size, struct zwalk *w)
 			return false;
 	}
 	w->eocd = i;
-	n = rd16(d + i + 10);
+	*n = rd16(d + i + 10);
 	w->cd_size = rd32(d + i + 12);
 	w->cd_off = rd32(d + i + 16);
 	if (i >= 20 && rd32(d + i - 20) == 0x07064b50) {
@@ -118,44 +119,64 @@ static bool walk(const uint8_t *d, size_t size, struct zwalk *w)
 		if (at + 56 <= i && rd32(d + at) == 0x06064b50) {
 			w->z64 = true;
 			w->z64eocd = (size_t)at;
-			n = rd64(d + at + 32);
+			*n = rd64(d + at + 32);
 			w->cd_size = (size_t)(rd64(d + at + 40) & 0xffffffffffff);
 			w->cd_off = (size_t)(rd64(d + at + 48) & 0xffffffffffff);
 		}
 	}
+	return true;
+}
+
+/* The central record at p into z, with its local header and data when
+ * they lie in the buffer; false (z untouched) when the record's names and
+ * fields run past end. */
+static bool walk_entry(const uint8_t *d, size_t size, size_t p, size_t end, struct zent *z)
+{
+	size_t nl = rd16(d + p + 28), el = rd16(d + p + 30), cl = rd16(d + p + 32);
+	uint32_t c32, u32, o32;
+
+	if (p + 46 + nl + el + cl > end)
+		return false;
+	z->cd = p;
+	z->cd_len = 46 + nl + el + cl;
+	z->name = d + p + 46;
+	z->name_len = nl;
+	z->flags = rd16(d + p + 8);
+	z->method = rd16(d + p + 10);
+	z->crc = rd32(d + p + 16);
+	z->csize = c32 = rd32(d + p + 20);
+	z->usize = u32 = rd32(d + p + 24);
+	z->off = o32 = rd32(d + p + 42);
+	apply_z64(d + p + 46 + nl, el, z, u32, c32, o32);
+	if (z->off <= size && size - z->off >= 30 && rd32(d + z->off) == 0x04034b50) {
+		size_t h = (size_t)z->off, dat = h + 30 + rd16(d + h + 26) + rd16(d + h + 28);
+
+		z->lh = h;
+		z->lh_ok = true;
+		if (dat <= size) {
+			z->data = dat;
+			z->data_len = z->csize <= size - dat ? (size_t)z->csize : size - dat;
+		}
+	}
+	return true;
+}
+
+static bool walk(const uint8_t *d, size_t size, struct zwalk *w)
+{
+	size_t p, end;
+	uint64_t n;
+
+	memset(w, 0, sizeof(*w));
+	if (!walk_end(d, size, w, &n))
+		return false;
 	if (w->cd_off > size)
 		return false;
 	p = w->cd_off;
 	end = w->cd_off + w->cd_size < w->cd_off || w->cd_off + w->cd_size > size ? size : w->cd_off + w->cd_size;
 	while (w->n < MAXE && w->n < n && p + 46 <= end && rd32(d + p) == 0x02014b50) {
-		struct zent *z = &w->e[w->n];
-		size_t nl = rd16(d + p + 28), el = rd16(d + p + 30), cl = rd16(d + p + 32);
-		uint32_t c32, u32, o32;
-
-		if (p + 46 + nl + el + cl > end)
+		if (!walk_entry(d, size, p, end, &w->e[w->n]))
 			break;
-		z->cd = p;
-		z->cd_len = 46 + nl + el + cl;
-		z->name = d + p + 46;
-		z->name_len = nl;
-		z->flags = rd16(d + p + 8);
-		z->method = rd16(d + p + 10);
-		z->crc = rd32(d + p + 16);
-		z->csize = c32 = rd32(d + p + 20);
-		z->usize = u32 = rd32(d + p + 24);
-		z->off = o32 = rd32(d + p + 42);
-		apply_z64(d + p + 46 + nl, el, z, u32, c32, o32);
-		if (z->off <= size && size - z->off >= 30 && rd32(d + z->off) == 0x04034b50) {
-			size_t h = (size_t)z->off, dat = h + 30 + rd16(d + h + 26) + rd16(d + h + 28);
-
-			z->lh = h;
-			z->lh_ok = true;
-			if (dat <= size) {
-				z->data = dat;
-				z->data_len = z->csize <= size - dat ? (size_t)z->csize : size - dat;
-			}
-		}
-		p += z->cd_len;
+		p += w->e[w->n].cd_len;
 		w->n++;
 	}
 	return true;
@@ -408,16 +429,11 @@ static void hash_field(const char *algo, const uint8_t *data, size_t len, char *
 	cp_record_hash_text(m, md, out);
 }
 
-/* The archive rebuilt from its entries, with structural changes and,
- * sometimes, a new RECORD. */
-static size_t mutate_rebuild(uint8_t *d, size_t size, size_t max, const struct zwalk *w, unsigned int *seed)
+/* The entries whose data the walker found, as build() takes them;
+ * *rec_at: RECORD's index among them (SIZE_MAX when it has none). */
+static size_t rebuild_entries(const uint8_t *d, const struct zwalk *w, struct nent *e, size_t *rec_at)
 {
-	struct nent *e = calloc(MAXE + 2, sizeof(*e));
-	struct buf b = { 0 }, rec = { 0 };
-	size_t n = 0, i, rec_at = SIZE_MAX, comment_len = 0;
-	const uint8_t *comment = NULL;
-	uint8_t *rtext = NULL, *cdcopy = NULL;
-	uint32_t op = rnd(seed) % 9;
+	size_t n = 0, i;
 
 	for (i = 0; i < w->n; i++) {
 		const struct zent *z = &w->e[i];
@@ -432,152 +448,210 @@ static size_t mutate_rebuild(uint8_t *d, size_t size, size_t max, const struct z
 		e[n].crc = z->crc;
 		e[n].usize = z->usize;
 		if (is_record(z->name, z->name_len))
-			rec_at = n;
+			*rec_at = n;
 		n++;
 	}
-	if (!n)
-		goto out;
-	i = rnd(seed) % n;
+	return n;
+}
+
+/* Entry i renamed: a prefix that escapes or not, another entry's name, or
+ * a character more. */
+static void rename_entry(struct nent *e, size_t n, size_t i, unsigned int *seed)
+{
+	static const char *const pre[] = { "../", "/", "pkg/../../", "./", "pkg/", "a\\..\\" };
+	const char *p = pre[rnd(seed) % 6];
+	size_t pl = strlen(p);
+
+	if (rnd(seed) & 1 && e[i].name_len + pl <= sizeof(e[i].name)) {
+		memmove(e[i].name + pl, e[i].name, e[i].name_len);
+		memcpy(e[i].name, p, pl);
+		e[i].name_len += pl;
+	} else if (rnd(seed) & 1) {
+		size_t j = rnd(seed) % n;
+		memcpy(e[i].name, e[j].name, e[j].name_len);
+		e[i].name_len = e[j].name_len;
+	} else if (e[i].name_len < sizeof(e[i].name)) {
+		e[i].name[e[i].name_len++] = rnd(seed) & 1 ? '/' : 'x';
+	}
+}
+
+/* Entry i dropped, duplicated, swapped, renamed or given zip64 fields
+ * (op 0 to 4). */
+static void mutate_entries(struct nent *e, size_t *n, size_t i, uint32_t op, unsigned int *seed)
+{
 	switch (op) {
 	case 0: /* drop */
-		memmove(&e[i], &e[i + 1], (n - i - 1) * sizeof(*e));
-		n--;
+		memmove(&e[i], &e[i + 1], (*n - i - 1) * sizeof(*e));
+		(*n)--;
 		break;
 	case 1: /* duplicate */
-		memmove(&e[i + 1], &e[i], (n - i) * sizeof(*e));
-		n++;
+		memmove(&e[i + 1], &e[i], (*n - i) * sizeof(*e));
+		(*n)++;
 		break;
 	case 2: { /* swap */
-		size_t j = rnd(seed) % n;
+		size_t j = rnd(seed) % *n;
 		struct nent t = e[i];
 		e[i] = e[j];
 		e[j] = t;
 		break;
 	}
-	case 3: { /* rename */
-		static const char *const pre[] = { "../", "/", "pkg/../../", "./", "pkg/", "a\\..\\" };
-		const char *p = pre[rnd(seed) % 6];
-		size_t pl = strlen(p);
-		if (rnd(seed) & 1 && e[i].name_len + pl <= sizeof(e[i].name)) {
-			memmove(e[i].name + pl, e[i].name, e[i].name_len);
-			memcpy(e[i].name, p, pl);
-			e[i].name_len += pl;
-		} else if (rnd(seed) & 1) {
-			size_t j = rnd(seed) % n;
-			memcpy(e[i].name, e[j].name, e[j].name_len);
-			e[i].name_len = e[j].name_len;
-		} else if (e[i].name_len < sizeof(e[i].name)) {
-			e[i].name[e[i].name_len++] = rnd(seed) & 1 ? '/' : 'x';
-		}
+	case 3: /* rename */
+		rename_entry(e, *n, i, seed);
 		break;
-	}
-	case 4: /* zip64 fields */
+	default: /* zip64 fields */
 		e[i].z64 = true;
 		break;
-	case 5: /* a second central directory in the comment */
-		cdcopy = malloc(w->eocd - w->cd_off + 22 < 65535 && w->cd_off <= w->eocd ? w->eocd - w->cd_off + 22 : 1);
-		if (w->cd_off <= w->eocd && w->eocd - w->cd_off + 22 < 65535) {
-			memcpy(cdcopy, d + w->cd_off, w->eocd - w->cd_off + 22);
-			comment = cdcopy;
-			comment_len = w->eocd - w->cd_off + 22;
-		}
-		break;
-	default: { /* RECORD rows */
-		size_t rlen = 0, pos, line_start, k, nl = 0, lines[512], nlines = 0;
-		const struct zent *rz = NULL;
-		char row[1024];
-
-		if (rec_at == SIZE_MAX)
-			break;
-		for (k = 0; k < w->n; k++)
-			if (is_record(w->e[k].name, w->e[k].name_len))
-				rz = &w->e[k];
-		if (!rz || !(rtext = walker_read(d, rz, &rlen)))
-			break;
-		for (pos = 0, line_start = 0; pos < rlen && nlines < 512; pos++)
-			if (rtext[pos] == '\n') {
-				lines[nlines++] = line_start;
-				line_start = pos + 1;
-			}
-		(void)nl;
-		if (!nlines)
-			break;
-		k = rnd(seed) % nlines;
-		{
-			size_t ls = lines[k], le = ls;
-			while (le < rlen && rtext[le] != '\n')
-				le++;
-			switch (rnd(seed) % 8) {
-			case 0: /* duplicate row */
-				put(&rec, rtext, le + 1);
-				put(&rec, rtext + ls, rlen - ls);
-				break;
-			case 1: /* missing row */
-				put(&rec, rtext, ls);
-				if (le + 1 < rlen)
-					put(&rec, rtext + le + 1, rlen - le - 1);
-				break;
-			case 2: /* stale hash: one character of the row changed */
-				put(&rec, rtext, rlen);
-				if (le > ls)
-					rec.p[ls + (le - ls) * 3 / 4] ^= 1;
-				break;
-			case 3: /* escaping path */
-				put(&rec, rtext, ls);
-				{
-					const char *esc = rnd(seed) & 1 ? "../" : "/";
-					put(&rec, esc, strlen(esc));
-				}
-				put(&rec, rtext + ls, rlen - ls);
-				break;
-			case 4: /* a row for a missing member */
-				put(&rec, rtext, rlen);
-				{
-					static const char miss[] = "pkg/missing.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n";
-					put(&rec, miss, strlen(miss));
-				}
-				break;
-			case 5: { /* wrong size */
-				size_t c = le;
-				while (c > ls && rtext[c - 1] != ',')
-					c--;
-				put(&rec, rtext, c);
-				snprintf(row, sizeof(row), "%u", rnd(seed) % 100000);
-				put(&rec, row, strlen(row));
-				put(&rec, rtext + le, rlen - le);
-				break;
-			}
-			default: { /* another hash algorithm, right for the bytes */
-				static const char *const algos[] = { "sha512", "sha384", "md5", "sha256", "sha1" };
-				const char *a = algos[rnd(seed) % 5];
-				size_t j, mlen = 0, c1 = ls;
-				uint8_t *m = NULL;
-				char h[200];
-
-				while (c1 < le && rtext[c1] != ',')
-					c1++;
-				for (j = 0; j < w->n && !m; j++)
-					if (w->e[j].name_len == c1 - ls && !memcmp(w->e[j].name, rtext + ls, c1 - ls))
-						m = walker_read(d, &w->e[j], &mlen);
-				if (!m) {
-					put(&rec, rtext, rlen);
-					break;
-				}
-				hash_field(a, m, mlen, h);
-				snprintf(row, sizeof(row), ",%s,%zu", h, mlen);
-				put(&rec, rtext, c1);
-				put(&rec, row, strlen(row));
-				put(&rec, rtext + le, rlen - le);
-				free(m);
-			}
-			}
-		}
-		e[rec_at].data = rec.p ? rec.p : (const uint8_t *)"";
-		e[rec_at].data_len = rec.n;
-		e[rec_at].usize = rec.n;
-		e[rec_at].method = 0;
-		e[rec_at].crc = (uint32_t)crc32(0, rec.p, (uInt)rec.n);
 	}
+}
+
+/* The central directory and end record copied, to be planted as the new
+ * end record's comment (*len 0 when they would not fit in one). */
+static uint8_t *cd_copy(const uint8_t *d, const struct zwalk *w, size_t *len)
+{
+	uint8_t *c = malloc(w->eocd - w->cd_off + 22 < 65535 && w->cd_off <= w->eocd ? w->eocd - w->cd_off + 22 : 1);
+
+	if (w->cd_off <= w->eocd && w->eocd - w->cd_off + 22 < 65535) {
+		memcpy(c, d + w->cd_off, w->eocd - w->cd_off + 22);
+		*len = w->eocd - w->cd_off + 22;
+	}
+	return c;
+}
+
+/* RECORD's row [ls, le) with another hash algorithm, right for the
+ * member's bytes as the walker reads them (RECORD as it was when the
+ * member is not found). */
+static void row_rehash(struct buf *rec, const uint8_t *rtext, size_t rlen, size_t ls, size_t le,
+		       const uint8_t *d, const struct zwalk *w, unsigned int *seed)
+{
+	static const char *const algos[] = { "sha512", "sha384", "md5", "sha256", "sha1" };
+	const char *a = algos[rnd(seed) % 5];
+	size_t j, mlen = 0, c1 = ls;
+	uint8_t *m = NULL;
+	char h[200], row[1024];
+
+	while (c1 < le && rtext[c1] != ',')
+		c1++;
+	for (j = 0; j < w->n && !m; j++)
+		if (w->e[j].name_len == c1 - ls && !memcmp(w->e[j].name, rtext + ls, c1 - ls))
+			m = walker_read(d, &w->e[j], &mlen);
+	if (!m) {
+		put(rec, rtext, rlen);
+		return;
+	}
+	hash_field(a, m, mlen, h);
+	snprintf(row, sizeof(row), ",%s,%zu", h, mlen);
+	put(rec, rtext, c1);
+	put(rec, row, strlen(row));
+	put(rec, rtext + le, rlen - le);
+	free(m);
+}
+
+/* RECORD's text into rec with its row [ls, le) changed one way or another. */
+static void mutate_row(struct buf *rec, const uint8_t *rtext, size_t rlen, size_t ls, size_t le,
+		       const uint8_t *d, const struct zwalk *w, unsigned int *seed)
+{
+	static const char miss[] = "pkg/missing.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n";
+	const char *esc;
+	char row[1024];
+	size_t c;
+
+	switch (rnd(seed) % 8) {
+	case 0: /* duplicate row */
+		put(rec, rtext, le + 1);
+		put(rec, rtext + ls, rlen - ls);
+		break;
+	case 1: /* missing row */
+		put(rec, rtext, ls);
+		if (le + 1 < rlen)
+			put(rec, rtext + le + 1, rlen - le - 1);
+		break;
+	case 2: /* stale hash: one character of the row changed */
+		put(rec, rtext, rlen);
+		if (le > ls)
+			rec->p[ls + (le - ls) * 3 / 4] ^= 1;
+		break;
+	case 3: /* escaping path */
+		put(rec, rtext, ls);
+		esc = rnd(seed) & 1 ? "../" : "/";
+		put(rec, esc, strlen(esc));
+		put(rec, rtext + ls, rlen - ls);
+		break;
+	case 4: /* a row for a missing member */
+		put(rec, rtext, rlen);
+		put(rec, miss, strlen(miss));
+		break;
+	case 5: /* wrong size */
+		c = le;
+		while (c > ls && rtext[c - 1] != ',')
+			c--;
+		put(rec, rtext, c);
+		snprintf(row, sizeof(row), "%u", rnd(seed) % 100000);
+		put(rec, row, strlen(row));
+		put(rec, rtext + le, rlen - le);
+		break;
+	default: /* another hash algorithm, right for the bytes */
+		row_rehash(rec, rtext, rlen, ls, le, d, w, seed);
+	}
+}
+
+/* Entry rec_at (RECORD) given a new text in rec: the walker's reading of
+ * the old one with one of its first 512 rows changed. */
+static void mutate_record(const uint8_t *d, const struct zwalk *w, struct nent *e, size_t rec_at, struct buf *rec,
+			  unsigned int *seed)
+{
+	size_t rlen = 0, pos, line_start, k, lines[512], nlines = 0, ls, le;
+	const struct zent *rz = NULL;
+	uint8_t *rtext;
+
+	if (rec_at == SIZE_MAX)
+		return;
+	for (k = 0; k < w->n; k++)
+		if (is_record(w->e[k].name, w->e[k].name_len))
+			rz = &w->e[k];
+	if (!rz || !(rtext = walker_read(d, rz, &rlen)))
+		return;
+	for (pos = 0, line_start = 0; pos < rlen && nlines < 512; pos++)
+		if (rtext[pos] == '\n') {
+			lines[nlines++] = line_start;
+			line_start = pos + 1;
+		}
+	if (nlines) {
+		k = rnd(seed) % nlines;
+		ls = le = lines[k];
+		while (le < rlen && rtext[le] != '\n')
+			le++;
+		mutate_row(rec, rtext, rlen, ls, le, d, w, seed);
+		e[rec_at].data = rec->p ? rec->p : (const uint8_t *)"";
+		e[rec_at].data_len = rec->n;
+		e[rec_at].usize = rec->n;
+		e[rec_at].method = 0;
+		e[rec_at].crc = (uint32_t)crc32(0, rec->p, (uInt)rec->n);
+	}
+	free(rtext);
+}
+
+/* The archive rebuilt from its entries, with structural changes and,
+ * sometimes, a new RECORD. */
+static size_t mutate_rebuild(uint8_t *d, size_t size, size_t max, const struct zwalk *w, unsigned int *seed)
+{
+	struct nent *e = calloc(MAXE + 2, sizeof(*e));
+	struct buf b = { 0 }, rec = { 0 };
+	size_t n, i, rec_at = SIZE_MAX, comment_len = 0;
+	const uint8_t *comment = NULL;
+	uint8_t *cdcopy = NULL;
+	uint32_t op = rnd(seed) % 9;
+
+	n = rebuild_entries(d, w, e, &rec_at);
+	if (!n)
+		goto out;
+	i = rnd(seed) % n;
+	if (op < 5) {
+		mutate_entries(e, &n, i, op, seed);
+	} else if (op == 5) { /* a second central directory in the comment */
+		cdcopy = cd_copy(d, w, &comment_len);
+		comment = comment_len ? cdcopy : NULL;
+	} else { /* RECORD rows */
+		mutate_record(d, w, e, rec_at, &rec, seed);
 	}
 	build(&b, e, n, comment, comment_len);
 	if (b.n <= max) {
@@ -587,7 +661,6 @@ static size_t mutate_rebuild(uint8_t *d, size_t size, size_t max, const struct z
 out:
 	free(b.p);
 	free(rec.p);
-	free(rtext);
 	free(cdcopy);
 	free(e);
 	return size;
@@ -676,36 +749,16 @@ static bool listed(const char *name, const struct cp_repair_result *res, bool me
 	return false;
 }
 
-static void check_output(const char *in_path, const char *out_path, const struct cp_repair_result *res)
+/* libzip, zip_layout.c and the walker see the same members (names,
+ * offsets, sizes), none escaping; the index of the one RECORD. */
+static zip_uint64_t check_members(zip_t *z, const struct cp_zip_layout *l, const struct zwalk *w)
 {
-	int fd = open(out_path, O_RDONLY), zerr = 0;
-	struct stat sb;
-	uint8_t *d;
-	struct zwalk *w = malloc(sizeof(*w));
-	struct cp_zip_layout l;
-	cp_error err;
-	zip_t *z, *zin;
-	zip_int64_t n, i;
-	struct cp_record rec;
+	zip_int64_t n = zip_get_num_entries(z, 0), i;
 	const char *rec_name = NULL;
 	zip_uint64_t rec_i = 0;
-	uint8_t *rtext;
-	size_t rlen;
 
-	if (fd < 0 || fstat(fd, &sb))
-		VIOLATION("repair succeeded but %s cannot be opened", out_path);
-	d = malloc((size_t)sb.st_size + 1);
-	if (pread(fd, d, (size_t)sb.st_size, 0) != sb.st_size)
-		VIOLATION("cannot read %s", out_path);
-	if (!(z = zip_open(out_path, ZIP_RDONLY | ZIP_CHECKCONS, &zerr)))
-		VIOLATION("libzip refuses the output (%d)", zerr);
-	if (cp_zip_layout_read(fd, out_path, &l, &err) != CP_OK)
-		VIOLATION("zip_layout refuses the output: %s", err.msg);
-	if (!walk(d, (size_t)sb.st_size, w))
-		VIOLATION("the walker finds no EOCD in the output");
-	n = zip_get_num_entries(z, 0);
-	if ((size_t)n != l.n || (size_t)n != w->n)
-		VIOLATION("member counts differ: libzip %lld, zip_layout %zu, walker %zu", (long long)n, l.n, w->n);
+	if ((size_t)n != l->n || (size_t)n != w->n)
+		VIOLATION("member counts differ: libzip %lld, zip_layout %zu, walker %zu", (long long)n, l->n, w->n);
 	for (i = 0; i < n; i++) {
 		zip_stat_t st;
 		const char *raw = zip_get_name(z, (zip_uint64_t)i, ZIP_FL_ENC_RAW);
@@ -713,12 +766,12 @@ static void check_output(const char *in_path, const char *out_path, const struct
 
 		if (!raw || zip_stat_index(z, (zip_uint64_t)i, 0, &st))
 			VIOLATION("libzip cannot stat member %lld", (long long)i);
-		if (!cp_zip_span_named(&l.m[i], raw) || strlen(raw) != e->name_len || memcmp(raw, e->name, e->name_len))
+		if (!cp_zip_span_named(&l->m[i], raw) || strlen(raw) != e->name_len || memcmp(raw, e->name, e->name_len))
 			VIOLATION("member %lld: names differ (%s)", (long long)i, raw);
-		if (l.m[i].off != e->off || !e->lh_ok)
+		if (l->m[i].off != e->off || !e->lh_ok)
 			VIOLATION("member %s: offsets differ: zip_layout %llu, walker %llu", raw,
-				  (unsigned long long)l.m[i].off, (unsigned long long)e->off);
-		if (l.m[i].comp_size != st.comp_size || e->csize != st.comp_size || e->usize != st.size)
+				  (unsigned long long)l->m[i].off, (unsigned long long)e->off);
+		if (l->m[i].comp_size != st.comp_size || e->csize != st.comp_size || e->usize != st.size)
 			VIOLATION("member %s: sizes differ", raw);
 		if (escapes(raw))
 			VIOLATION("member name %s escapes", raw);
@@ -731,6 +784,55 @@ static void check_output(const char *in_path, const char *out_path, const struct
 	}
 	if (!rec_name)
 		VIOLATION("no RECORD in the output");
+	return rec_i;
+}
+
+/* Member i's bytes as libzip reads them (*alen), equal to the walker's
+ * where it can inflate them (stored, deflated), and to its RECORD row. */
+static uint8_t *check_row(zip_t *z, zip_uint64_t i, const char *name, struct cp_record *rec, const uint8_t *d,
+			  const struct zwalk *w, size_t *alen)
+{
+	struct cp_record_row *row;
+	uint8_t *a, *b, md[EVP_MAX_MD_SIZE];
+	size_t blen = 0;
+	unsigned int mdlen;
+	char text[CP_RECORD_HASH_MAX], size_text[32];
+	const EVP_MD *m;
+
+	*alen = 0;
+	if (!(row = cp_record_find(rec, name)))
+		VIOLATION("member %s has no RECORD row", name);
+	if (!(a = zip_read_all(z, i, alen)))
+		VIOLATION("libzip cannot read member %s", name);
+	if (w->e[i].method != 0 && w->e[i].method != 8)
+		b = NULL; /* bzip2, LZMA: libzip's alone */
+	else if (!(b = walker_read(d, &w->e[i], &blen)) || *alen != blen || memcmp(a, b, *alen))
+		VIOLATION("member %s: libzip and the walker read different bytes", name);
+	if (!(m = cp_record_algorithm(row->hash)))
+		VIOLATION("member %s: RECORD hash %s unknown", name, row->hash);
+	EVP_Digest(a, *alen, md, &mdlen, m, NULL);
+	cp_record_hash_text(m, md, text);
+	snprintf(size_text, sizeof(size_text), "%zu", *alen);
+	if (strcmp(text, row->hash) || strcmp(size_text, row->size))
+		VIOLATION("member %s: RECORD says %s,%s, the bytes %s,%s", name, row->hash, row->size, text,
+			  size_text);
+	free(b);
+	return a;
+}
+
+/* Every member but RECORD matches its row; directories hold nothing; a
+ * member repair did not list is the input's, byte for byte. */
+static void check_contents(zip_t *z, const char *in_path, zip_uint64_t rec_i, const uint8_t *d,
+			   const struct zwalk *w, const struct cp_repair_result *res)
+{
+	zip_int64_t n = zip_get_num_entries(z, 0), i;
+	struct cp_record rec;
+	cp_error err;
+	zip_t *zin;
+	uint8_t *rtext;
+	size_t rlen;
+	int zerr = 0;
+
 	if (!(rtext = zip_read_all(z, rec_i, &rlen)))
 		VIOLATION("libzip cannot read RECORD");
 	if (cp_record_parse(&rec, (const char *)rtext, rlen, "RECORD", &err) != CP_OK)
@@ -739,12 +841,8 @@ static void check_output(const char *in_path, const char *out_path, const struct
 		VIOLATION("libzip cannot open the input again");
 	for (i = 0; i < n; i++) {
 		const char *name = zip_get_name(z, (zip_uint64_t)i, 0);
-		struct cp_record_row *row;
-		uint8_t *a, *b, md[EVP_MAX_MD_SIZE];
-		size_t alen = 0, blen = 0;
-		unsigned int mdlen;
-		char text[CP_RECORD_HASH_MAX], size_text[32];
-		const EVP_MD *m;
+		uint8_t *a;
+		size_t alen;
 		zip_int64_t j;
 
 		if (name[strlen(name) - 1] == '/') {
@@ -755,22 +853,7 @@ static void check_output(const char *in_path, const char *out_path, const struct
 		}
 		if ((zip_uint64_t)i == rec_i)
 			continue;
-		if (!(row = cp_record_find(&rec, name)))
-			VIOLATION("member %s has no RECORD row", name);
-		if (!(a = zip_read_all(z, (zip_uint64_t)i, &alen)))
-			VIOLATION("libzip cannot read member %s", name);
-		if (w->e[i].method != 0 && w->e[i].method != 8)
-			b = NULL; /* bzip2, LZMA: libzip's alone */
-		else if (!(b = walker_read(d, &w->e[i], &blen)) || alen != blen || memcmp(a, b, alen))
-			VIOLATION("member %s: libzip and the walker read different bytes", name);
-		if (!(m = cp_record_algorithm(row->hash)))
-			VIOLATION("member %s: RECORD hash %s unknown", name, row->hash);
-		EVP_Digest(a, alen, md, &mdlen, m, NULL);
-		cp_record_hash_text(m, md, text);
-		snprintf(size_text, sizeof(size_text), "%zu", alen);
-		if (strcmp(text, row->hash) || strcmp(size_text, row->size))
-			VIOLATION("member %s: RECORD says %s,%s, the bytes %s,%s", name, row->hash, row->size, text,
-				  size_text);
+		a = check_row(z, (zip_uint64_t)i, name, &rec, d, w, &alen);
 		j = zip_name_locate(zin, name, 0);
 		if (!listed(name, res, res->metadata_changed)) {
 			uint8_t *c;
@@ -782,11 +865,34 @@ static void check_output(const char *in_path, const char *out_path, const struct
 			free(c);
 		}
 		free(a);
-		free(b);
 	}
 	zip_discard(zin);
 	cp_record_free(&rec);
 	free(rtext);
+}
+
+static void check_output(const char *in_path, const char *out_path, const struct cp_repair_result *res)
+{
+	int fd = open(out_path, O_RDONLY), zerr = 0;
+	struct stat sb;
+	uint8_t *d;
+	struct zwalk *w = malloc(sizeof(*w));
+	struct cp_zip_layout l;
+	cp_error err;
+	zip_t *z;
+
+	if (fd < 0 || fstat(fd, &sb))
+		VIOLATION("repair succeeded but %s cannot be opened", out_path);
+	d = malloc((size_t)sb.st_size + 1);
+	if (pread(fd, d, (size_t)sb.st_size, 0) != sb.st_size)
+		VIOLATION("cannot read %s", out_path);
+	if (!(z = zip_open(out_path, ZIP_RDONLY | ZIP_CHECKCONS, &zerr)))
+		VIOLATION("libzip refuses the output (%d)", zerr);
+	if (cp_zip_layout_read(fd, out_path, &l, &err) != CP_OK)
+		VIOLATION("zip_layout refuses the output: %s", err.msg);
+	if (!walk(d, (size_t)sb.st_size, w))
+		VIOLATION("the walker finds no EOCD in the output");
+	check_contents(z, in_path, check_members(z, &l, w), d, w, res);
 	zip_discard(z);
 	cp_zip_layout_free(&l);
 	free(w);

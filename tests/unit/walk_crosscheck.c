@@ -13,7 +13,6 @@
 #include "cypatch.h"
 #include "arch/code.h"
 #include "elf/image.h"
-#include "emit/patch.h"
 #include "scan/scan.h"
 #include "so_files.h"
 
