@@ -1,2 +1,0 @@
-CMakeFiles/cypatch.dir/verify_child.c.o: \
- /work/main/build-assert/verify_child.c /usr/include/stdc-predef.h

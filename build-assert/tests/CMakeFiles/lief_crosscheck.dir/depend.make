@@ -1,2 +1,0 @@
-# Empty dependencies file for lief_crosscheck.
-# This may be replaced when dependencies are built.

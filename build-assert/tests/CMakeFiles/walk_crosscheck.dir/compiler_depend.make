@@ -1,2 +1,0 @@
-# Empty compiler generated dependencies file for walk_crosscheck.
-# This may be replaced when dependencies are built.
