@@ -113,8 +113,9 @@ struct cp_stub {
 /* The architecture of machine e_machine, or NULL when unsupported. */
 const struct cp_arch *cp_arch_for_machine(unsigned e_machine);
 
-/* The names of the supported machines, for messages: "x86-64". */
-const char *cp_arch_supported(void);
+/* The names of the supported machines, read from the table, for messages
+ * ("x86-64"; "x86-64 and aarch64"): written into buf (n bytes), returned. */
+const char *cp_arch_supported(char *buf, size_t n);
 
 extern const struct cp_arch cp_arch_x86_64;
 

@@ -39,6 +39,8 @@ static bool in_file(uint64_t off, uint64_t len, size_t size)
 
 static cp_status check_ident(const char *path, const uint8_t *d, size_t size, cp_error *err)
 {
+	char names[64];
+
 	if (size == 0)
 		return cp_fail(err, CP_E_INPUT, "%s: empty file", path);
 	if (size < SELFMAG || memcmp(d, ELFMAG, SELFMAG) != 0)
@@ -47,12 +49,12 @@ static cp_status check_ident(const char *path, const uint8_t *d, size_t size, cp
 		return cp_fail(err, CP_E_INPUT, "%s: truncated ELF header (%zu bytes)", path, size);
 	if (d[EI_CLASS] == ELFCLASS32)
 		return cp_fail(err, CP_E_INPUT, "%s: 32-bit ELF; cypatch handles %s extensions only", path,
-			       cp_arch_supported());
+			       cp_arch_supported(names, sizeof(names)));
 	if (d[EI_CLASS] != ELFCLASS64)
 		return cp_fail(err, CP_E_INPUT, "%s: invalid ELF class %u", path, d[EI_CLASS]);
 	if (d[EI_DATA] != ELFDATA2LSB)
 		return cp_fail(err, CP_E_INPUT, "%s: big-endian ELF; cypatch handles %s extensions only", path,
-			       cp_arch_supported());
+			       cp_arch_supported(names, sizeof(names)));
 	if (size < sizeof(Elf64_Ehdr))
 		return cp_fail(err, CP_E_INPUT, "%s: truncated ELF header (%zu bytes)", path, size);
 	return CP_OK;
@@ -61,11 +63,14 @@ static cp_status check_ident(const char *path, const uint8_t *d, size_t size, cp
 static cp_status check_header(const char *path, const Elf64_Ehdr *eh, const struct cp_arch **arch,
 			      cp_error *err)
 {
+	char names[64];
+
 	*arch = cp_arch_for_machine(eh->e_machine);
 	if (!*arch)
 		return cp_fail(err, CP_E_INPUT,
 			       "%s: ELF for %s (e_machine %u); cypatch handles %s extensions only",
-			       path, machine_name(eh->e_machine), eh->e_machine, cp_arch_supported());
+			       path, machine_name(eh->e_machine), eh->e_machine,
+			       cp_arch_supported(names, sizeof(names)));
 	if (eh->e_type != ET_DYN)
 		return cp_fail(err, CP_E_INPUT,
 			       "%s: not a shared object (e_type %u); extension modules are ET_DYN",

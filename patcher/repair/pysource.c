@@ -318,20 +318,15 @@ static bool rewrite_in_place(const cp_rules *r, const struct stmt *st, int to, c
 static int copy_other(const cp_rules *r, const char *stmt_text, bool parsed, int to, const char *s, size_t n,
 		      struct out *o, struct cp_pysource_counts *c)
 {
-	int lay;
+	bool import = parsed || !strncmp(stmt_text, "from ", 5) || !strncmp(stmt_text, "import ", 7);
+	int lay = import ? text_layout(r, stmt_text) : -1;
 
-	if (!parsed) {
-		/* an import of another shape (parentheses, continuation, several
-		 * modules, `import a.b.c` used through attributes) naming a mapped package */
-		bool import = !strncmp(stmt_text, "from ", 5) || !strncmp(stmt_text, "import ", 7);
-
+	/* an import of another shape (parentheses, continuation, several
+	 * modules, `import a.b.c` used through attributes) naming a mapped
+	 * package is one left as it was */
+	if (!parsed)
 		c->left += names_mapped_package(r, stmt_text);
-		put(o, s, n);
-		lay = import ? text_layout(r, stmt_text) : -1;
-	} else {
-		put(o, s, n);
-		lay = text_layout(r, stmt_text);
-	}
+	put(o, s, n);
 	return lay == to ? -1 : lay;
 }
 

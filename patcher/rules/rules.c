@@ -611,15 +611,21 @@ static size_t top_len(const cp_rules *r, size_t i, int k)
 	return strcspn(r->mod[i].name[k], ".");
 }
 
+/* Whether module i's first component on side k is name[0, n). */
+static bool top_is(const cp_rules *r, size_t i, int k, const char *name, size_t n)
+{
+	return top_len(r, i, k) == n && !memcmp(r->mod[i].name[k], name, n);
+}
+
 /* Whether module i's first component on side k appeared before it. */
 static bool top_seen(const cp_rules *r, size_t i, int k)
 {
-	size_t n = top_len(r, i, k), j;
+	size_t j;
 	int m;
 
 	for (j = 0; j <= i; j++)
 		for (m = 0; m < 2 && (j < i || m < k); m++)
-			if (top_len(r, j, m) == n && !memcmp(r->mod[j].name[m], r->mod[i].name[k], n))
+			if (top_is(r, j, m, r->mod[i].name[k], top_len(r, i, k)))
 				return true;
 	return false;
 }
@@ -631,7 +637,7 @@ bool cp_rules_is_top_package(const cp_rules *r, const char *name, size_t n)
 
 	for (i = 0; i < r->nmod; i++)
 		for (k = 0; k < 2; k++)
-			if (top_len(r, i, k) == n && !memcmp(r->mod[i].name[k], name, n))
+			if (top_is(r, i, k, name, n))
 				return true;
 	return false;
 }

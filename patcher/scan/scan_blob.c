@@ -472,7 +472,7 @@ static bool array_entries(const cp_scan *s, const struct cp_frame *f, const stru
 	for (a = 0; a < fit->narr; a++) {
 		for (i = 0; i < fit->arr[a].n; i++, (*k)++) {
 			struct cp_blob_entry *e = &b->entry[*k];
-			const struct cp_frame_src *src = cp_frame_src_at(f, fit->arr[a].base, (size_t)i);
+			const struct cp_frame_src *src;
 			uint32_t len;
 
 			if (!cand_cell(s->img, f, &fit->arr[a], (size_t)i, fit->arr[a].read_bits, &len) ||
@@ -482,7 +482,7 @@ static bool array_entries(const cp_scan *s, const struct cp_frame *f, const stru
 			e->length = len;
 			if (fit->arr[a].va) {
 				e->cell_va = fit->arr[a].va + 4 * i;
-			} else if (src) {
+			} else if ((src = cp_frame_src_at(f, fit->arr[a].base, (size_t)i))) {
 				e->cell_insn = src->insn;
 				e->cell_va = src->va;
 			}

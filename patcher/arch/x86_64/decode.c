@@ -82,7 +82,7 @@ bool cp_x86_rip_target(const cs_insn *in, uint64_t *target, int *opi)
 
 		if (op->type == X86_OP_MEM && op->mem.base == X86_REG_RIP &&
 		    op->mem.index == X86_REG_INVALID) {
-			*target = in->address + in->size + (uint64_t)op->mem.disp;
+			*target = cp_x86_rip_addr(in, &op->mem);
 			*opi = i;
 			return true;
 		}

@@ -38,7 +38,7 @@ static void flow(const cs_insn *in, struct cp_insn_facts *f)
 	} else if (f->flow == CP_FLOW_CALL && x->op_count == 1 && op->type == X86_OP_MEM &&
 		   op->mem.base == X86_REG_RIP) {
 		f->via_slot = true; /* -fno-plt: call [rip + GOT slot] */
-		f->slot = in->address + in->size + (uint64_t)op->mem.disp;
+		f->slot = cp_x86_rip_addr(in, &op->mem);
 	}
 }
 
@@ -128,11 +128,11 @@ static void moves(const cs_insn *in, struct cp_insn_facts *f)
 		return;
 	if (in->id == X86_INS_LEA && s->mem.base == X86_REG_RIP && s->mem.index == X86_REG_INVALID) {
 		f->addr_reg = (int8_t)cp_reg64(d->reg);
-		f->addr_val = in->address + in->size + (uint64_t)s->mem.disp;
+		f->addr_val = cp_x86_rip_addr(in, &s->mem);
 	} else if (in->id == X86_INS_MOV && d->size == 8 && s->type == X86_OP_MEM && s->mem.base == X86_REG_RIP &&
 		   s->mem.index == X86_REG_INVALID && s->mem.segment == X86_REG_INVALID) {
 		f->load_reg = (int8_t)cp_reg64(d->reg);
-		f->load_addr = in->address + in->size + (uint64_t)s->mem.disp;
+		f->load_addr = cp_x86_rip_addr(in, &s->mem);
 	} else if (in->id == X86_INS_MOV && d->size == 8 && s->type == X86_OP_REG && s->size == 8) {
 		f->copy_dst = (int8_t)cp_reg64(d->reg);
 		f->copy_src = (int8_t)cp_reg64(s->reg);

@@ -231,11 +231,6 @@ static bool frame_addr(struct eval *e, const x86_op_mem *m, int64_t *off)
 	return true;
 }
 
-static uint64_t rip_addr(const cs_insn *in, const x86_op_mem *m)
-{
-	return in->address + in->size + (uint64_t)m->disp;
-}
-
 static void snap_fill(struct eval *e, int64_t off, size_t len);
 static void note_astore(struct eval *e, int64_t off, uint64_t va);
 
@@ -250,7 +245,7 @@ static struct aval read_op(struct eval *e, const cs_x86_op *op)
 		return reg_read(e, op->reg, op->size);
 	case X86_OP_MEM:
 		if (op->mem.base == X86_REG_RIP && op->mem.index == X86_REG_INVALID) {
-			uint64_t va = rip_addr(e->in, &op->mem), v = 0;
+			uint64_t va = cp_x86_rip_addr(e->in, &op->mem), v = 0;
 			const uint8_t *p = cp_image_va_bytes(e->img, va, op->size);
 			const struct cp_section *s = cp_image_section_at(e->img, va);
 
@@ -386,7 +381,7 @@ static void do_lea(struct eval *e, const cs_x86 *x)
 	if (m->base == X86_REG_RIP && m->index == X86_REG_INVALID) {
 		const struct cp_section *s;
 
-		va = rip_addr(e->in, m);
+		va = cp_x86_rip_addr(e->in, m);
 		a.kind = K_ADDR;
 		a.v = va;
 		s = cp_image_section_at(e->img, va);
@@ -628,7 +623,7 @@ static void note_call(struct eval *e, const cs_x86 *x, const char *name)
 		c->target = (uint64_t)x->operands[0].imm;
 	else if (x->op_count == 1 && x->operands[0].type == X86_OP_MEM &&
 		 x->operands[0].mem.base == X86_REG_RIP && x->operands[0].mem.index == X86_REG_INVALID)
-		c->name = cp_image_got_name(e->img, rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
+		c->name = cp_image_got_name(e->img, cp_x86_rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
 	for (i = 0; i < 6; i++) {
 		const struct aval *a = &e->reg[cp_x86_64_arg_regs[i]];
 
@@ -700,7 +695,7 @@ static bool do_vector(struct eval *e, const cs_x86 *x)
 
 		memset(&e->xmm[di], 0, sizeof(e->xmm[di]));
 		if (s->mem.base == X86_REG_RIP && s->mem.index == X86_REG_INVALID)
-			p = cp_image_va_bytes(e->img, rip_addr(e->in, &s->mem), 16);
+			p = cp_image_va_bytes(e->img, cp_x86_rip_addr(e->in, &s->mem), 16);
 		if (p) {
 			memcpy(e->xmm[di].v, p, 16);
 			memset(e->xmm[di].known, 0xff, 16);

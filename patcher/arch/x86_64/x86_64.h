@@ -34,6 +34,13 @@ extern const int8_t cp_x86_64_arg_regs[6];
 /* Index 0..15 of the 64-bit register that holds reg (eax -> rax), or -1. */
 int cp_reg64(x86_reg reg);
 
+/* The address a rip-relative memory operand m of in names: rip is the
+ * address after the instruction. */
+static inline uint64_t cp_x86_rip_addr(const cs_insn *in, const x86_op_mem *m)
+{
+	return in->address + in->size + (uint64_t)m->disp;
+}
+
 /* The target of the instruction's memory operand relative to rip (not
  * indexed), and which operand it is. */
 bool cp_x86_rip_target(const cs_insn *in, uint64_t *target, int *opi);
