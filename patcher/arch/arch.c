@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-static const struct cp_arch *const arches[] = { &cp_arch_x86_64 };
+static const struct cp_arch *const arches[] = { &cp_arch_x86_64, &cp_arch_aarch64 };
 
 const struct cp_arch *cp_arch_for_machine(unsigned e_machine)
 {

@@ -38,6 +38,13 @@ struct cp_arch {
 	enum cp_reloc_kind (*reloc_kind)(uint32_t type);
 	const char *(*reloc_name)(uint32_t type);
 
+	/* The PLT: plt_jump answers whether the bytes at d (n of them, at
+	 * address addr) are a PLT entry's jump through a GOT slot, which slot,
+	 * and how many bytes the jump takes; entries are looked for every
+	 * plt_step bytes. */
+	unsigned plt_step;
+	bool (*plt_jump)(const uint8_t *d, size_t n, uint64_t addr, uint64_t *slot, unsigned *len);
+
 	/* Reading code (decoder, code walk, frame evaluation; arch/code.h and
 	 * arch/frame.h say what each does). */
 	const char *triplet;     /* the GNU triplet of its Linux: "x86_64-linux-gnu" */
@@ -118,5 +125,6 @@ const struct cp_arch *cp_arch_for_machine(unsigned e_machine);
 const char *cp_arch_supported(char *buf, size_t n);
 
 extern const struct cp_arch cp_arch_x86_64;
+extern const struct cp_arch cp_arch_aarch64;
 
 #endif

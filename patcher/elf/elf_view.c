@@ -77,6 +77,15 @@ static int by_value(const void *a, const void *b)
 }
 
 /* The named symbols of every SHT_SYMTAB and SHT_DYNSYM section. */
+/* The ARM ELF mapping symbols ($x, $d, $x.<n>: code or data starts here)
+ * name no function; read as one, "$x" would stand for the function
+ * beside it. */
+static bool is_mapping_symbol(const char *name, unsigned char info)
+{
+	return ELF64_ST_TYPE(info) == STT_NOTYPE && name[0] == '$' && (name[1] == 'x' || name[1] == 'd') &&
+	       (name[2] == '\0' || name[2] == '.');
+}
+
 static cp_status read_symbols(cp_image *img, cp_error *err)
 {
 	const Elf64_Shdr *sh = shdrs(img);
@@ -101,7 +110,7 @@ static cp_status read_symbols(cp_image *img, cp_error *err)
 		for (k = 0; k < sh[i].sh_size / sizeof(*s); k++) {
 			struct cp_symbol *d = &img->sym[img->nsym];
 
-			if (!str[s[k].st_name])
+			if (!str[s[k].st_name] || is_mapping_symbol(str + s[k].st_name, s[k].st_info))
 				continue;
 			d->name = str + s[k].st_name;
 			d->value = s[k].st_value;

@@ -274,36 +274,31 @@ static cp_status plt_where_named(const cp_image *img, cp_error *err)
 	return CP_OK;
 }
 
-/* PLT entries jump through their GOT slot with `ff 25 disp32` (lazy .plt,
- * .plt.sec after endbr64 and bnd prefix, .plt.got). The entry that code
- * calls starts at the section's entry granularity. */
+/* The entry that code calls starts at the section's entry granularity;
+ * what a jump through a GOT slot looks like is the architecture's. */
 static cp_status scan_plt_section(cp_image *img, const struct cp_section *s, size_t *cap,
 				  cp_error *err)
 {
-	uint64_t gran = s->entsize ? s->entsize : 16, pos;
+	uint64_t gran = s->entsize ? s->entsize : 16, pos, slot;
 	const uint8_t *d = cp_image_bytes(img, s->offset, s->size);
+	unsigned len;
 
-	if (!d || s->size < 6)
+	if (!d)
 		return CP_OK;
-	for (pos = 0; pos + 6 <= s->size; pos++) {
-		int32_t disp;
-		uint64_t slot, entry;
+	for (pos = 0; pos < s->size; pos += img->arch->plt_step) {
 		const char *name;
 
-		if (d[pos] != 0xff || d[pos + 1] != 0x25)
+		if (!img->arch->plt_jump(d + pos, s->size - pos, s->addr + pos, &slot, &len))
 			continue;
-		memcpy(&disp, d + pos + 2, 4);
-		slot = s->addr + pos + 6 + (uint64_t)(int64_t)disp;
 		name = cp_image_got_name(img, slot);
 		if (!name)
 			continue;
-		entry = s->addr + (pos / gran) * gran;
 		if (CP_GROW(img->plt, *cap, img->nplt + 1))
 			return oom(img, err);
-		img->plt[img->nplt].addr = entry;
+		img->plt[img->nplt].addr = s->addr + (pos / gran) * gran;
 		img->plt[img->nplt].name = name;
 		img->nplt++;
-		pos += 5;
+		pos += len - img->arch->plt_step;
 	}
 	return CP_OK;
 }

@@ -138,6 +138,17 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 	return st;
 }
 
+/* Whether a reference binds to a layout other than target (-1: any). */
+static bool binds_elsewhere(const cp_scan *scan, int target)
+{
+	size_t i;
+
+	for (i = 0; i < scan->nrefs; i++)
+		if (scan->refs[i].layout >= 0 && scan->refs[i].layout != target && cp_ref_is_live(&scan->refs[i]))
+			return true;
+	return false;
+}
+
 static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct cp_patch_opts *o,
 			  struct cp_plan *plan, struct cp_patch_result *res, cp_error *err)
 {
@@ -146,6 +157,10 @@ static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct
 
 	if (!res->fallback && target < 0)
 		return cp_fail(err, CP_E_USAGE, "no layout named '%s' in the rules", o->layout);
+	/* an architecture without encoders is read, never written */
+	if (!img->arch->pcrel_put && (res->fallback || binds_elsewhere(scan, target)))
+		return cp_fail(err, CP_E_INPUT, "%s: rewriting %s code is not supported yet (show and check "
+			       "read it)", img->path, img->arch->name);
 	st = res->fallback ? cp_plan_fallback(img, scan, plan, err) : cp_plan_make(img, scan, target, plan, err);
 	if (st && plan->inexpressible && !o->no_fallback) {
 		/* strings cannot say it; the stub binds to the target at import */

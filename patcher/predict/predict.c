@@ -512,6 +512,8 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 		}
 		if (!st) {
 			st = predict_file(c, tmp, w->m[i].name, exts, err);
+			if (st)
+				cp_fail_about_member(err, st, tmp, path, w->m[i].name);
 			unlink(tmp);
 			cp_cleanup_remove(tmp); /* registered by cp_write_temp, never renamed */
 		}

@@ -73,14 +73,7 @@ static cp_status slurp(const char *path, uint8_t **data, size_t *len, cp_error *
 /* An error about a file in the private directory, told about the member. */
 static cp_status about_member(struct job *j, const char *tmp, size_t i, cp_status st)
 {
-	char msg[2 * sizeof(j->err->msg) + 4096];
-	size_t n = strlen(tmp);
-	const char *rest = !strncmp(j->err->msg, tmp, n) ? j->err->msg + n : j->err->msg;
-
-	snprintf(msg, sizeof(msg), "%s: %s%s%s", j->w->path, j->w->m[i].name, rest == j->err->msg ? ": " : "", rest);
-	memcpy(j->err->msg, msg, sizeof(j->err->msg) - 1);
-	j->err->msg[sizeof(j->err->msg) - 1] = '\0';
-	return st;
+	return cp_fail_about_member(j->err, st, tmp, j->w->path, j->w->m[i].name);
 }
 
 /* Member i unpacked into the private directory, in pieces (a scratch file,

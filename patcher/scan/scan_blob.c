@@ -200,6 +200,19 @@ static int try_counts(const cp_image *img, const struct cp_frame *f, uint64_t va
 	return 0;
 }
 
+/* Whether va is the template an indexed frame array was copied from: the
+ * code reads that array from the frame, never the template in place (read
+ * as a second array, its cells and the bytes after fit a wrong split). */
+static bool frame_template(const struct cp_frame *f, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < f->nsnap; i++)
+		if (f->snap[i].len && f->snap[i].known[0] && f->snap[i].src[0].va == va)
+			return true;
+	return false;
+}
+
 /* Candidates: every indexed frame array, and every .rodata array the
  * function loads, with every count its loop bounds allow. */
 static int build_cands(const cp_image *img, const struct cp_frame *f, struct cands *cs)
@@ -213,7 +226,8 @@ static int build_cands(const cp_image *img, const struct cp_frame *f, struct can
 		    try_counts(img, f, 0, f->loads[i].base, ns, exact, nn, cs))
 			return -1;
 	for (i = 0; i < f->nleas; i++)
-		if (f->leas[i] % 4 == 0 && try_counts(img, f, f->leas[i], 0, ns, exact, nn, cs))
+		if (f->leas[i] % 4 == 0 && !frame_template(f, f->leas[i]) &&
+		    try_counts(img, f, f->leas[i], 0, ns, exact, nn, cs))
 			return -1;
 	return 0;
 }
@@ -836,17 +850,19 @@ bool cp_blob_sigconst_pairs(const uint8_t *d, uint64_t len,
 	return ok;
 }
 
-/* The load the walk met first after the block's import (nearest after
- * its call), when it falls through from the import to it; else NULL. */
+/* The first load on the way from the block's import (the nearest after
+ * its call that it falls through to), or NULL. Loads laid out in between
+ * belong to other paths: GCC for aarch64 puts the previous import's error
+ * path right after this import's jump to its success path. */
 static const struct cp_block_load *first_load(const struct cp_import_block *b)
 {
 	const struct cp_block_load *first = NULL;
 	size_t j;
 
 	for (j = 0; j < b->nloads; j++)
-		if (b->loads[j].at > b->call && (!first || b->loads[j].at < first->at))
+		if (b->loads[j].clean && b->loads[j].at > b->call && (!first || b->loads[j].at < first->at))
 			first = &b->loads[j];
-	return first && first->clean ? first : NULL;
+	return first;
 }
 
 /*

@@ -186,6 +186,25 @@ struct code_frames {
 	bool have;
 };
 
+/* The store of the slot in the table entry whose string astore i stores
+ * (the 8 bytes before it): the last one before it, or, when the compiler
+ * stored the pair the other way round (GCC for aarch64 schedules the
+ * entry's stp and str freely), the first one after it while the string's
+ * cell is not stored again; (size_t)-1 when none. */
+static size_t entry_slot(const struct cp_frame *f, size_t i)
+{
+	int64_t off = f->astores[i].off;
+	size_t k;
+
+	for (k = i; k-- > 0;)
+		if (f->astores[k].off == off - 8)
+			return k;
+	for (k = i + 1; k < f->nastores && f->astores[k].off != off; k++)
+		if (f->astores[k].off == off - 8)
+			return k;
+	return (size_t)-1;
+}
+
 static uint64_t code_slot(cp_scan *s, struct code_frames *cf, uint64_t insn, uint64_t va)
 {
 	uint64_t start, end, slot = 0;
@@ -209,9 +228,7 @@ static uint64_t code_slot(cp_scan *s, struct code_frames *cf, uint64_t insn, uin
 
 		if (a->va != va)
 			continue;
-		for (k = i; k-- > 0;)
-			if (cf->f.astores[k].off == a->off - 8)
-				break;
+		k = entry_slot(&cf->f, i);
 		if (k == (size_t)-1 || !cp_scan_is_data_slot(s, cf->f.astores[k].va) ||
 		    (slot && slot != cf->f.astores[k].va))
 			return 0; /* none, or two that disagree */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 cp_status cp_fail(cp_error *err, cp_status code, const char *fmt, ...)
 {
@@ -17,6 +18,21 @@ cp_status cp_fail(cp_error *err, cp_status code, const char *fmt, ...)
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+cp_status cp_fail_about_member(cp_error *err, cp_status st, const char *file, const char *wheel,
+				const char *member)
+{
+	char msg[sizeof(err->msg) + 8192];
+	size_t n = strlen(file), m = strlen(member);
+	const char *rest = !strncmp(err->msg, file, n)	   ? err->msg + n
+			   : !strncmp(err->msg, member, m) ? err->msg + m
+							   : err->msg;
+
+	snprintf(msg, sizeof(msg), "%s: %s%s%s", wheel, member, rest == err->msg ? ": " : "", rest);
+	memcpy(err->msg, msg, sizeof(err->msg) - 1);
+	err->msg[sizeof(err->msg) - 1] = '\0';
+	return st;
 }
 
 int cp_grow(void *array, size_t *cap, size_t need, size_t size)

@@ -13,6 +13,14 @@
  */
 int cp_grow(void *array, size_t *cap, size_t need, size_t size);
 
+/*
+ * err, about `file` (a member of `wheel` unpacked to a private path), made
+ * to name the member instead: "WHEEL: MEMBER: problem" (a message that
+ * named the file or the member already keeps the rest). Returns st.
+ */
+cp_status cp_fail_about_member(cp_error *err, cp_status st, const char *file, const char *wheel,
+				const char *member);
+
 #define CP_GROW(arr, cap, need) cp_grow(&(arr), &(cap), (need), sizeof(*(arr)))
 
 #endif

@@ -5,6 +5,7 @@
 #include "arch/x86_64/x86_64.h"
 #include "arch/x86_64/encode.h"
 #include <elf.h>
+#include <string.h>
 
 static enum cp_reloc_kind reloc_kind(uint32_t type)
 {
@@ -26,12 +27,28 @@ static const char *reloc_name(uint32_t type)
 	}
 }
 
+/* PLT entries jump through their GOT slot with `ff 25 disp32` (lazy .plt,
+ * .plt.sec after endbr64 and bnd prefix, .plt.got). */
+static bool plt_jump(const uint8_t *d, size_t n, uint64_t addr, uint64_t *slot, unsigned *len)
+{
+	int32_t disp;
+
+	if (n < 6 || d[0] != 0xff || d[1] != 0x25)
+		return false;
+	memcpy(&disp, d + 2, 4);
+	*slot = addr + 6 + (uint64_t)(int64_t)disp;
+	*len = 6;
+	return true;
+}
+
 const struct cp_arch cp_arch_x86_64 = {
 	.name = "x86-64",
 	.e_machine = EM_X86_64,
 	.reloc_relative = R_X86_64_RELATIVE,
 	.reloc_kind = reloc_kind,
 	.reloc_name = reloc_name,
+	.plt_step = 1,
+	.plt_jump = plt_jump,
 
 	.triplet = "x86_64-linux-gnu",
 	.max_insn = 16,
