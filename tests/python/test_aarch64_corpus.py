@@ -8,7 +8,7 @@ LP64, 64 KiB segment alignment, LLD's four PT_LOADs).
 
 Each start of the emulator costs about 0.7 s, so the imports are batched:
 one guest interpreter per half of the jobs forks a child per import (each
-child a clean slate: nothing the parent imported but json)."""
+child a clean slate: the parent imports only json, os and sys)."""
 import json
 import os
 import shutil
