@@ -144,6 +144,27 @@ PROVIDER_FILES = {  # provider source -> module path per layout
 EXT = sysconfig.get_config_var("EXT_SUFFIX")
 
 
+class Target:
+    """What extensions are compiled for: the configuration variables of a
+    CPython (CC, CXX, CFLAGS, CCSHARED, LDSHARED, EXT_SUFFIX), the flags that
+    find its headers, link flags added to every link, and what else goes
+    into a module's cache key (nothing for this interpreter, so its keys
+    stay what they were)."""
+
+    def __init__(self, config_vars, include_flags, link_flags=(), key=()):
+        self.vars = config_vars
+        self.ext = config_vars["EXT_SUFFIX"]
+        self.include_flags = list(include_flags)
+        self.link_flags = list(link_flags)
+        self.key = tuple(key)
+
+    def var(self, name):
+        return self.vars.get(name) or ""
+
+
+HOST = Target(sysconfig.get_config_vars(), ["-I" + sysconfig.get_paths()["include"]])
+
+
 def log(msg):
     print("corpus: " + msg, flush=True)
 
@@ -287,33 +308,35 @@ def ensure_foreign(cache):
 LINK_TOO = ("-flto", "-mcmodel=large")
 
 
-def compile_cmds(c_file, so_file, includes, defines=(), flags=None):
-    cc = shlex.split(sysconfig.get_config_var("CC"))
-    cflags = shlex.split(sysconfig.get_config_var("CFLAGS") or "")
-    ldflags = [f for f in (flags or []) if f.startswith("-Wl,") or f in LINK_TOO]
-    ldshared = shlex.split(sysconfig.get_config_var("LDSHARED"))
+def compile_cmds(c_file, so_file, includes, defines=(), flags=None, target=HOST):
+    cc = shlex.split(target.var("CC"))
+    cflags = shlex.split(target.var("CFLAGS"))
+    ldflags = [f for f in (flags or []) if f.startswith(("-Wl,", "--target=", "-fuse-ld=")) or f in LINK_TOO]
+    ldshared = shlex.split(target.var("LDSHARED"))
     if flags:  # a compiler variant: its own compiler, optimisation and linker flags
         cc = [flags[0]]
         cflags = [f for f in cflags if not f.startswith("-O")] + \
-                 [f for f in flags[1:] if not f.startswith("-Wl,")]
+                 [f for f in flags[1:] if not f.startswith(("-Wl,", "-fuse-ld="))]
+        if any(f.startswith("-fuse-ld=") for f in flags):  # its own linker: the variant's driver links
+            ldshared = [cc[0]] + ldshared[1:]
     if c_file.endswith(".cpp"):  # C++ mode: the C++ compiler and its runtime, as setuptools does
-        cc = [sysconfig.get_config_var("CXX").split()[0] if cc[0] in ("gcc", "cc") else cc[0]]
+        cc = [target.var("CXX").split()[0] if cc[0] in ("gcc", "cc", target.var("CC").split()[0]) else cc[0]]
         cflags = [f for f in cflags if f not in ("-std=c11", "-Wstrict-prototypes")]
         ldshared = [cc[0]] + ldshared[1:]
-    ccshared = shlex.split(sysconfig.get_config_var("CCSHARED") or "")
+    ccshared = shlex.split(target.var("CCSHARED"))
     obj = c_file.rsplit(".", 1)[0] + ".o"
-    incs = ["-I" + i for i in includes + [sysconfig.get_paths()["include"]]]
+    incs = ["-I" + i for i in includes] + target.include_flags
     defs = ["-D" + d for d in defines]
     return [cc + cflags + ccshared + defs + incs + ["-c", c_file, "-o", obj],
-            ldshared + ldflags + [obj, "-o", so_file]]
+            ldshared + ldflags + target.link_flags + [obj, "-o", so_file]]
 
 
 def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_includes, key,
-                          defines=(), flags=None, post=(), cython_args=()):
+                          defines=(), flags=None, post=(), cython_args=(), target=HOST):
     """Runs Cython on cwd/pyx_rel (C++ when c_rel ends in .cpp) and compiles
-    the C into so, then runs each command of post on it, unless so was built
-    from the same key. Returns an error text, or None."""
-    stamp = so[:-len(EXT)] + ".key"
+    the C into so for target, then runs each command of post on it, unless
+    so was built from the same key. Returns an error text, or None."""
+    stamp = so[:-len(target.ext)] + ".key"
     if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
         return None
     env = dict(os.environ, PYTHONPATH=cython_path)
@@ -324,7 +347,7 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     rc, out = run(args + [pyx_rel, "-o", c_rel], cwd=cwd, env=env)
     if rc:
         return "Cython cannot compile it: %s" % last_error(out)
-    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes), defines, flags) + \
+    for cmd in compile_cmds(os.path.join(cwd, c_rel), so, list(c_includes), defines, flags, target) + \
             [list(p) + [so] for p in post]:
         rc, out = run(cmd, cwd=cwd)
         if rc:
@@ -335,19 +358,20 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
 
 
 def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=(), flags=None,
-              cplus=False, post=(), cython_args=()):
+              cplus=False, post=(), cython_args=(), target=HOST):
     """Cythonizes and compiles source (text) as top-level module `name` in
-    out_dir (as C++ when cplus), then runs each command of post on the .so.
-    Returns (so_path, c_path, None) or (None, None, reason)."""
+    out_dir (as C++ when cplus) for target, then runs each command of post
+    on the .so. Returns (so_path, c_path, None) or (None, None, reason)."""
     os.makedirs(out_dir, exist_ok=True)
-    so = os.path.join(out_dir, name + EXT)
+    so = os.path.join(out_dir, name + target.ext)
     c_rel = name + (".cpp" if cplus else ".c")
     with open(os.path.join(out_dir, name + ".pyx"), "w") as f:
         f.write(source)
     key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), repr(flags), repr(cplus),
-                 repr(post), repr(cython_args), sys.version, sysconfig.get_config_var("CFLAGS") or "")
+                 repr(post), repr(cython_args), sys.version, sysconfig.get_config_var("CFLAGS") or "",
+                 *target.key)
     err = cythonize_and_compile(out_dir, name + ".pyx", c_rel, so, ensure_cython(cache, cython),
-                                includes, c_includes, key, defines, flags, post, cython_args)
+                                includes, c_includes, key, defines, flags, post, cython_args, target)
     if err:
         return None, None, "Cython %s: %s" % (cython, err)
     return so, os.path.join(out_dir, c_rel), None
@@ -380,9 +404,10 @@ def drop_function(text, name):
     return "".join(out)
 
 
-def build_provider_site(cache, layout, site_name=None, drop=None):
+def build_provider_site(cache, layout, site_name=None, drop=None, target=HOST):
     """Our own providers under the real module names of one layout (with
-    drop: without that function, for the missing-export case)."""
+    drop: without that function, for the missing-export case), built for
+    target."""
     site = os.path.join(cache, "providers", site_name or layout)
     os.makedirs(site, exist_ok=True)
     pkgs = ["cuda"] + (["cuda/bindings"] if layout == "bindings" else [])
@@ -404,21 +429,22 @@ def build_provider_site(cache, layout, site_name=None, drop=None):
         with open(os.path.join(pkg_dir, base + ".pxd"), "w") as f:
             f.write(pxd)
         # Providers compile in place so that Cython names them by their package.
-        so, _, err = build_package_module(cache, site, modpath, pyx)
+        so, _, err = build_package_module(cache, site, modpath, pyx, target)
         if err:
             raise SystemExit("corpus: provider %s (%s): %s" % (modpath, layout, err))
         built.append(so)
     return site, built
 
 
-def build_package_module(cache, site, modpath, source):
+def build_package_module(cache, site, modpath, source, target=HOST):
     """Compiles a provider in place, so that Cython names it by its package."""
-    so = os.path.join(site, modpath + EXT)
+    so = os.path.join(site, modpath + target.ext)
     with open(os.path.join(site, modpath + ".pyx"), "w") as f:
         f.write(source)
-    key = digest(source, open(os.path.join(site, modpath + ".pxd")).read(), PROVIDER_CYTHON, sys.version)
+    key = digest(source, open(os.path.join(site, modpath + ".pxd")).read(), PROVIDER_CYTHON, sys.version,
+                 *target.key)
     err = cythonize_and_compile(site, modpath + ".pyx", modpath + ".c", so,
-                                ensure_cython(cache, PROVIDER_CYTHON), ["."], [], key)
+                                ensure_cython(cache, PROVIDER_CYTHON), ["."], [], key, target=target)
     return so, None, err
 
 
@@ -469,19 +495,19 @@ SHARED_CYTHONS = ["3.3.1"]
 SHARED_NAME = "_cyutility"
 
 
-def build_shared_module(cache, cy):
+def build_shared_module(cache, cy, target=HOST):
     """The shared utility module of Cython cy, in a directory of its own."""
     out = os.path.join(cache, "shared", cy)
     os.makedirs(out, exist_ok=True)
-    so = os.path.join(out, SHARED_NAME + EXT)
+    so = os.path.join(out, SHARED_NAME + target.ext)
     c = os.path.join(out, SHARED_NAME + ".c")
-    key = digest(cy, sys.version, sysconfig.get_config_var("CFLAGS") or "")
+    key = digest(cy, sys.version, sysconfig.get_config_var("CFLAGS") or "", *target.key)
     stamp = os.path.join(out, SHARED_NAME + ".key")
     if os.path.exists(so) and os.path.exists(stamp) and open(stamp).read() == key:
         return out
     rc, text = run([sys.executable, "-m", "cython", "--generate-shared=" + c], cwd=out,
                    env=dict(os.environ, PYTHONPATH=ensure_cython(cache, cy)))
-    for cmd in ([] if rc else compile_cmds(c, so, [])):
+    for cmd in ([] if rc else compile_cmds(c, so, [], target=target)):
         rc, text = run(cmd, cwd=out)
         if rc:
             break
