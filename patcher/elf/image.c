@@ -207,10 +207,9 @@ const struct cp_symbol *cp_image_symbol(const cp_image *img, const char *name)
 	return NULL;
 }
 
-bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint64_t *end)
+size_t cp_image_func_after(const cp_image *img, uint64_t addr)
 {
 	size_t lo = 0, hi = img->nfunc;
-	const struct cp_section *s;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -220,6 +219,14 @@ bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	size_t lo = cp_image_func_after(img, addr);
+	const struct cp_section *s;
+
 	if (lo == 0)
 		return false;
 	s = cp_image_section_at(img, addr);

@@ -145,6 +145,10 @@ const struct cp_symbol *cp_image_symbol_at(const cp_image *img, uint64_t addr);
 /* A defined symbol by name, or NULL. */
 const struct cp_symbol *cp_image_symbol(const cp_image *img, const char *name);
 
+/* The index in img->func of the first function start above addr: the
+ * function holding addr, when there is one, is the one before it. */
+size_t cp_image_func_after(const cp_image *img, uint64_t addr);
+
 /* [start, end) of the function holding addr; false when unknown. */
 bool cp_image_function(const cp_image *img, uint64_t addr, uint64_t *start, uint64_t *end);
 

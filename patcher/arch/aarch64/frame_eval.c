@@ -14,14 +14,12 @@
  */
 #include "arch/aarch64/aarch64.h"
 #include "arch/aarch64/walk_ops.h"
+#include "arch/frame_build.h"
 #include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define FRAME_SLACK 64 /* bytes above the entry sp the code may address */
-#define FRAME_BYTES (CP_FRAME_SIZE + FRAME_SLACK)
-#define SNAP_MAX (1u << 18)
 
 enum { K_BITS, K_FRAME, K_ADDR };
 
@@ -70,31 +68,14 @@ static uint64_t size_mask(unsigned size)
 
 static bool frame_index(int64_t off, unsigned len, size_t *idx)
 {
-	int64_t i = off + (int64_t)CP_FRAME_SIZE;
-
-	if (i < 0 || i + (int64_t)len > (int64_t)FRAME_BYTES)
-		return false;
-	*idx = (size_t)i;
-	return true;
+	return cp_frame_index(off, len, idx);
 }
-
-static void snap_fill(struct eval *e, int64_t off, size_t len);
 
 static void mem_write_bytes(struct eval *e, int64_t off, const uint8_t *v, const uint8_t *k, unsigned len,
 			    uint64_t va, uint64_t insn)
 {
-	size_t idx;
-	unsigned i;
-
-	if (!frame_index(off, len, &idx))
-		return;
-	for (i = 0; i < len; i++) {
-		e->f->val[idx + i] = v[i] & k[i];
-		e->f->known[idx + i] = k[i];
-		e->f->src[idx + i].insn = insn ? insn : e->in ? e->in->address : 0;
-		e->f->src[idx + i].va = va ? va + i : 0;
-	}
-	snap_fill(e, off, len);
+	cp_frame_put(e->f, off, v, k, len, va, insn ? insn : e->in ? e->in->address : 0);
+	cp_frame_snap_fill(e->f, off, len);
 }
 
 /* A register's value stored: its cells point at the instruction that made
@@ -122,50 +103,22 @@ static void mem_forget(struct eval *e, int64_t off, unsigned size)
 
 static struct aval mem_read(struct eval *e, int64_t off, unsigned size)
 {
-	uint64_t v = 0, k = 0;
-	size_t idx;
-	unsigned i;
+	uint64_t v, k;
 
-	if (size > 8 || !frame_index(off, size, &idx))
-		return unknown;
-	for (i = 0; i < size; i++) {
-		v |= (uint64_t)e->f->val[idx + i] << (8 * i);
-		k |= (uint64_t)e->f->known[idx + i] << (8 * i);
-	}
-	return bits(v, k);
+	return cp_frame_get(e->f, off, size, &v, &k) ? bits(v, k) : unknown;
 }
 
 /* Copies len bytes of the file at va into the frame (template copies). */
 static void mem_copy_in(struct eval *e, int64_t off, uint64_t va, uint64_t len)
 {
-	const uint8_t *p = cp_image_va_bytes(e->img, va, len);
-	uint8_t ones[256];
-	uint64_t done;
-
-	if (!p || len > CP_FRAME_SIZE)
-		return;
-	memset(ones, 0xff, sizeof(ones));
-	for (done = 0; done < len; done += sizeof(ones)) {
-		unsigned n = len - done < sizeof(ones) ? (unsigned)(len - done) : sizeof(ones);
-
-		mem_write_bytes(e, off + (int64_t)done, p + done, ones, n, va + done, 0);
-	}
+	cp_frame_copy_in(e->f, e->img, off, va, len, e->in ? e->in->address : 0);
+	cp_frame_snap_fill(e->f, off, len);
 }
 
 static void mem_fill(struct eval *e, int64_t off, uint8_t byte, uint64_t len)
 {
-	uint8_t v[256], ones[256];
-	uint64_t done;
-
-	if (len > CP_FRAME_SIZE)
-		return;
-	memset(v, byte, sizeof(v));
-	memset(ones, 0xff, sizeof(ones));
-	for (done = 0; done < len; done += sizeof(v)) {
-		unsigned n = len - done < sizeof(v) ? (unsigned)(len - done) : sizeof(v);
-
-		mem_write_bytes(e, off + (int64_t)done, v, ones, n, 0, 0);
-	}
+	cp_frame_fill(e->f, off, byte, len, e->in ? e->in->address : 0);
+	cp_frame_snap_fill(e->f, off, len);
 }
 
 /* --- registers ------------------------------------------------------- */
@@ -239,14 +192,8 @@ static bool grow_failed(struct eval *e, bool failed)
 
 static void note_addr(struct eval *e, uint64_t va)
 {
-	struct cp_frame *f = e->f;
-	size_t i;
-
-	for (i = f->naddrs; i-- > 0 && i + 8 >= f->naddrs;)
-		if (f->addrs[i] == va)
-			return;
-	if (!grow_failed(e, CP_GROW(f->addrs, f->capaddrs, f->naddrs + 1)))
-		f->addrs[f->naddrs++] = va;
+	if (!cp_frame_note_addr(e->f, va))
+		e->oom = true;
 }
 
 /* An address in read-only data completed (adr, or add to an adrp page):
@@ -268,99 +215,16 @@ static void note_lea(struct eval *e, uint64_t va)
 
 static void note_astore(struct eval *e, int64_t off, uint64_t va)
 {
-	struct cp_frame *f = e->f;
-	struct cp_frame_astore *a;
-
-	if (!va || grow_failed(e, CP_GROW(f->astores, f->capastores, f->nastores + 1)))
-		return;
-	a = &f->astores[f->nastores++];
-	memset(a, 0, sizeof(*a));
-	a->off = off;
-	a->va = va;
-	a->insn = e->in->address;
+	if (!cp_frame_note_astore(e->f, off, va, e->in->address))
+		e->oom = true;
 }
 
-/* What follows each address stored since the last call, as it is now. */
-static void resolve_astores(struct eval *e)
-{
-	struct cp_frame *f = e->f;
-	size_t i, idx;
-	unsigned b;
 
-	for (i = f->nastores; i-- > 0 && !f->astores[i].resolved;) {
-		struct cp_frame_astore *a = &f->astores[i];
-		bool ok = true;
-
-		a->resolved = true;
-		if (!frame_index(a->off + 8, 8, &idx))
-			continue;
-		a->next = 0;
-		for (b = 0; b < 8 && ok; b++) {
-			ok = f->known[idx + b] == 0xff && f->src[idx + b].insn == f->src[idx].insn &&
-			     !f->src[idx + b].va;
-			a->next |= (uint64_t)f->val[idx + b] << (8 * b);
-		}
-		a->next_known = ok && f->src[idx].insn;
-		a->next_insn = a->next_known ? f->src[idx].insn : 0;
-	}
-}
-
-/* Bytes a snapshot does not know yet take the frame's current value (the
- * array's cells may be written after its first indexed read); known bytes
- * stay, the slots are reused later. */
-static void snap_fill(struct eval *e, int64_t off, size_t len)
-{
-	struct cp_frame *f = e->f;
-	size_t i, k, idx;
-
-	for (i = 0; i < f->nsnap; i++) {
-		struct cp_frame_snap *sn = &f->snap[i];
-
-		for (k = 0; k < len; k++) {
-			int64_t o = off + (int64_t)k;
-			size_t at;
-
-			if (o < sn->base || (size_t)(o - sn->base) >= sn->len || !frame_index(o, 1, &idx))
-				continue;
-			at = (size_t)(o - sn->base);
-			if (sn->known[at] || !f->known[idx])
-				continue;
-			sn->val[at] = f->val[idx];
-			sn->known[at] = f->known[idx];
-			sn->src[at] = f->src[idx];
-		}
-	}
-}
 
 static void snapshot(struct eval *e, int64_t base)
 {
-	struct cp_frame *f = e->f;
-	struct cp_frame_snap *sn;
-	size_t i, idx, len;
-
-	for (i = 0; i < f->nsnap; i++)
-		if (f->snap[i].base == base)
-			return;
-	if (f->nsnap == sizeof(f->snap) / sizeof(f->snap[0]) || !frame_index(base, 1, &idx))
-		return;
-	len = FRAME_BYTES - idx < SNAP_MAX ? FRAME_BYTES - idx : SNAP_MAX;
-	sn = &f->snap[f->nsnap];
-	sn->val = malloc(len);
-	sn->known = malloc(len);
-	sn->src = malloc(len * sizeof(*sn->src));
-	if (!sn->val || !sn->known || !sn->src) {
-		free(sn->val);
-		free(sn->known);
-		free(sn->src);
+	if (!cp_frame_snapshot(e->f, base))
 		e->oom = true;
-		return;
-	}
-	memcpy(sn->val, e->f->val + idx, len);
-	memcpy(sn->known, e->f->known + idx, len);
-	memcpy(sn->src, e->f->src + idx, len * sizeof(*sn->src));
-	sn->base = base;
-	sn->len = len;
-	f->nsnap++;
 }
 
 /* Every immediate (non-negative), those of compares apart, and the known
@@ -817,7 +681,7 @@ static void do_call(struct eval *e)
 	note_call(e, target, name);
 	if (name)
 		note_arglen(e, name);
-	resolve_astores(e);
+	cp_frame_resolve_astores(e->f);
 	if (name && x0->kind == K_FRAME && x2->kind == K_BITS && x2->known == ~0ull) {
 		if ((!strcmp(name, "memcpy") || !strcmp(name, "memmove")) && x1->kind == K_ADDR && !x1->indexed)
 			mem_copy_in(e, (int64_t)x0->v, x1->v, x2->v);
@@ -978,25 +842,7 @@ static void step(struct eval *e, csh h, const cs_insn *in)
 		forget_written(e, h, in);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
-	return x < y ? -1 : x > y;
-}
-
-static void unique(uint64_t *v, size_t *count)
-{
-	size_t i, n = 0;
-
-	if (!*count)
-		return;
-	qsort(v, *count, sizeof(*v), cmp_u64);
-	for (i = 0; i < *count; i++)
-		if (n == 0 || v[n - 1] != v[i])
-			v[n++] = v[i];
-	*count = n;
-}
 
 static void run(struct eval *e, cp_dis *d, const uint8_t *code, size_t size, uint64_t addr)
 {
@@ -1037,7 +883,7 @@ static cp_status evaluate(struct eval *e, cp_dis *d, const uint8_t *code, uint64
 	run(e, d, code, end - start, start);
 	free(blk);
 	if (!e->oom)
-		resolve_astores(e);
+		cp_frame_resolve_astores(e->f);
 	return e->oom ? cp_fail(err, CP_E_INTERNAL, "%s: out of memory", e->img->path) : CP_OK;
 }
 
@@ -1056,10 +902,7 @@ cp_status cp_a64_frame_eval(const cp_image *img, uint64_t start, uint64_t end, b
 	code = cp_image_bytes(img, s->offset + (start - s->addr), end - start);
 	if (!code)
 		return CP_OK;
-	f->val = calloc(FRAME_BYTES, 1);
-	f->known = calloc(FRAME_BYTES, 1);
-	f->src = calloc(FRAME_BYTES, sizeof(*f->src));
-	if (!f->val || !f->known || !f->src)
+	if (!cp_frame_build_alloc(f))
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	if ((st = cp_dis_open(&d, img, err)))
 		return st;
@@ -1070,7 +913,7 @@ cp_status cp_a64_frame_eval(const cp_image *img, uint64_t start, uint64_t end, b
 	cp_dis_close(&d);
 	if (st)
 		return st;
-	unique(f->imms, &f->nimms);
-	unique(f->cmps, &f->ncmps);
+	cp_frame_unique(f->imms, &f->nimms);
+	cp_frame_unique(f->cmps, &f->ncmps);
 	return CP_OK;
 }

@@ -192,21 +192,6 @@ cp_status cp_a64_decode_ops(const cp_image *img, cp_dis *d, uint64_t start, uint
 	return CP_OK;
 }
 
-static size_t func_index(const cp_image *img, uint64_t addr)
-{
-	size_t lo = 0, hi = img->nfunc;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (img->func[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -225,7 +210,7 @@ static cp_status section_targets(const cp_image *img, cp_dis *d, const struct cp
 		if (!code || !cp_dis_bytes(d, code, A64_INSN, addr))
 			continue;
 		if (a64_dis(d)->insn->id == ARM64_INS_BL || !cp_a64_direct_target(a64_dis(d)->insn, &target) ||
-		    func_index(img, target) == func_index(img, addr))
+		    cp_image_func_after(img, target) == cp_image_func_after(img, addr))
 			continue;
 		if (CP_GROW(t->addr, *cap, t->n + 1))
 			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);

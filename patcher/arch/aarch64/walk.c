@@ -411,17 +411,9 @@ cp_status cp_a64_entry_states(const cp_image *img, cp_dis *d, uint64_t start, ui
 /* The end of the function that holds addr: the next start, or end. */
 static uint64_t func_end(const cp_image *img, uint64_t addr, uint64_t end)
 {
-	size_t lo = 0, hi = img->nfunc;
+	size_t next = cp_image_func_after(img, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (img->func[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < img->nfunc && img->func[lo] < end ? img->func[lo] : end;
+	return next < img->nfunc && img->func[next] < end ? img->func[next] : end;
 }
 
 static cp_status walk_range(const cp_image *img, cp_dis *d, const struct a64_targets *ext, uint64_t start,

@@ -7,13 +7,12 @@
  * set up, which is where GCC's code between epilogues runs.
  */
 #include "arch/x86_64/x86_64.h"
+#include "arch/frame_build.h"
 #include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define FRAME_SLACK 64 /* bytes above the entry rsp: return address, args */
-#define FRAME_BYTES (CP_FRAME_SIZE + FRAME_SLACK)
 #define NREG 16
 #define RSP 4
 #define RBP 5
@@ -61,43 +60,20 @@ static uint64_t size_mask(unsigned size)
 
 static bool frame_index(int64_t off, unsigned len, size_t *idx)
 {
-	int64_t i = off + (int64_t)CP_FRAME_SIZE;
-
-	if (i < 0 || i + (int64_t)len > (int64_t)FRAME_BYTES)
-		return false;
-	*idx = (size_t)i;
-	return true;
+	return cp_frame_index(off, len, idx);
 }
 
 static struct aval mem_read(struct eval *e, int64_t off, unsigned size)
 {
-	uint64_t v = 0, k = 0;
-	size_t idx;
-	unsigned i;
+	uint64_t v, k;
 
-	if (!frame_index(off, size, &idx))
-		return unknown;
-	for (i = 0; i < size; i++) {
-		v |= (uint64_t)e->f->val[idx + i] << (8 * i);
-		k |= (uint64_t)e->f->known[idx + i] << (8 * i);
-	}
-	return bits(v, k);
+	return cp_frame_get(e->f, off, size, &v, &k) ? bits(v, k) : unknown;
 }
 
 static void mem_write_bytes(struct eval *e, int64_t off, const uint8_t *v, const uint8_t *k,
 			    unsigned len, uint64_t va, uint64_t insn)
 {
-	size_t idx;
-	unsigned i;
-
-	if (!frame_index(off, len, &idx))
-		return;
-	for (i = 0; i < len; i++) {
-		e->f->val[idx + i] = v[i] & k[i];
-		e->f->known[idx + i] = k[i];
-		e->f->src[idx + i].insn = insn ? insn : e->in ? e->in->address : 0;
-		e->f->src[idx + i].va = va ? va + i : 0;
-	}
+	cp_frame_put(e->f, off, v, k, len, va, insn ? insn : e->in ? e->in->address : 0);
 }
 
 static void mem_write(struct eval *e, int64_t off, unsigned size, struct aval a, int imm_off)
@@ -126,34 +102,12 @@ static void mem_forget(struct eval *e, int64_t off, unsigned size)
 /* Copies len bytes of the file at va into the frame (template copies). */
 static void mem_copy_in(struct eval *e, int64_t off, uint64_t va, uint64_t len)
 {
-	const uint8_t *p = cp_image_va_bytes(e->img, va, len);
-	uint8_t ones[256];
-	uint64_t done;
-
-	if (!p || len > CP_FRAME_SIZE)
-		return;
-	memset(ones, 0xff, sizeof(ones));
-	for (done = 0; done < len; done += sizeof(ones)) {
-		unsigned n = len - done < sizeof(ones) ? (unsigned)(len - done) : sizeof(ones);
-
-		mem_write_bytes(e, off + (int64_t)done, p + done, ones, n, va + done, 0);
-	}
+	cp_frame_copy_in(e->f, e->img, off, va, len, e->in ? e->in->address : 0);
 }
 
 static void mem_fill(struct eval *e, int64_t off, uint8_t byte, uint64_t len)
 {
-	uint8_t v[256], ones[256];
-	uint64_t done;
-
-	if (len > CP_FRAME_SIZE)
-		return;
-	memset(v, byte, sizeof(v));
-	memset(ones, 0xff, sizeof(ones));
-	for (done = 0; done < len; done += sizeof(v)) {
-		unsigned n = len - done < sizeof(v) ? (unsigned)(len - done) : sizeof(v);
-
-		mem_write_bytes(e, off + (int64_t)done, v, ones, n, 0, 0);
-	}
+	cp_frame_fill(e->f, off, byte, len, e->in ? e->in->address : 0);
 }
 
 static bool is_high8(x86_reg r)
@@ -314,17 +268,8 @@ static int imm_offset(const cs_insn *in)
 
 static void note_addr(struct eval *e, uint64_t va)
 {
-	struct cp_frame *f = e->f;
-	size_t i;
-
-	for (i = f->naddrs; i-- > 0 && i + 8 >= f->naddrs;)
-		if (f->addrs[i] == va)
-			return;
-	if (CP_GROW(f->addrs, f->capaddrs, f->naddrs + 1)) {
+	if (!cp_frame_note_addr(e->f, va))
 		e->oom = true;
-		return;
-	}
-	f->addrs[f->naddrs++] = va;
 }
 
 static void note_addr_store(struct eval *e, const x86_op_mem *m)
@@ -528,46 +473,14 @@ forget:
 
 static void note_astore(struct eval *e, int64_t off, uint64_t va)
 {
-	struct cp_frame *f = e->f;
-	struct cp_frame_astore *a;
-
-	if (!va)
-		return;
-	if (CP_GROW(f->astores, f->capastores, f->nastores + 1)) {
+	if (!cp_frame_note_astore(e->f, off, va, e->in->address))
 		e->oom = true;
-		return;
-	}
-	a = &f->astores[f->nastores++];
-	memset(a, 0, sizeof(*a));
-	a->off = off;
-	a->va = va;
-	a->insn = e->in->address;
 }
 
 /* What follows each address stored since the last call, as it is now. */
 static void resolve_astores(struct eval *e)
 {
-	struct cp_frame *f = e->f;
-	size_t i, idx;
-	unsigned b;
-
-	for (i = f->nastores; i-- > 0 && !f->astores[i].resolved;) {
-		struct cp_frame_astore *a = &f->astores[i];
-		bool ok;
-
-		a->resolved = true;
-		if (!frame_index(a->off + 8, 8, &idx))
-			continue;
-		ok = true;
-		a->next = 0;
-		for (b = 0; b < 8 && ok; b++) {
-			ok = f->known[idx + b] == 0xff && f->src[idx + b].insn == f->src[idx].insn &&
-			     !f->src[idx + b].va;
-			a->next |= (uint64_t)f->val[idx + b] << (8 * b);
-		}
-		a->next_known = ok && f->src[idx].insn;
-		a->next_insn = a->next_known ? f->src[idx].insn : 0;
-	}
+	cp_frame_resolve_astores(e->f);
 }
 
 static void clobber_call(struct eval *e)
@@ -757,69 +670,16 @@ static bool do_qword_xmm(struct eval *e, const cs_x86 *x, unsigned id)
 	return false;
 }
 
-#define SNAP_MAX (1u << 18)
-
-/* Bytes a snapshot does not know yet take the frame's current value: the
- * array's cells may be written after its first indexed read (a one-entry
- * bytes index is read directly, after the str loop). Known bytes stay: the
- * slots are reused for other data later. */
+/* (a one-entry bytes index is read directly, after the str loop) */
 static void snap_fill(struct eval *e, int64_t off, size_t len)
 {
-	struct cp_frame *f = e->f;
-	size_t i, k, idx;
-
-	for (i = 0; i < f->nsnap; i++) {
-		struct cp_frame_snap *sn = &f->snap[i];
-
-		for (k = 0; k < len; k++) {
-			int64_t o = off + (int64_t)k;
-			size_t at;
-
-			if (o < sn->base || (size_t)(o - sn->base) >= sn->len || !frame_index(o, 1, &idx))
-				continue;
-			at = (size_t)(o - sn->base);
-			if (sn->known[at] || !f->known[idx])
-				continue;
-			sn->val[at] = f->val[idx];
-			sn->known[at] = f->known[idx];
-			sn->src[at] = f->src[idx];
-		}
-	}
+	cp_frame_snap_fill(e->f, off, len);
 }
 
 static void snapshot(struct eval *e, int64_t base)
 {
-	struct cp_frame *f = e->f;
-	struct cp_frame_snap *sn;
-	size_t i, idx, len;
-
-	for (i = 0; i < f->nsnap; i++)
-		if (f->snap[i].base == base) {
-			snap_fill(e, base, f->snap[i].len);
-			return;
-		}
-	if (f->nsnap == sizeof(f->snap) / sizeof(f->snap[0]) || !frame_index(base, 1, &idx))
-		return;
-	len = FRAME_BYTES - idx;
-	if (len > SNAP_MAX)
-		len = SNAP_MAX;
-	sn = &f->snap[f->nsnap];
-	sn->val = malloc(len);
-	sn->known = malloc(len);
-	sn->src = malloc(len * sizeof(*sn->src));
-	if (!sn->val || !sn->known || !sn->src) {
-		free(sn->val);
-		free(sn->known);
-		free(sn->src);
+	if (!cp_frame_snapshot(e->f, base))
 		e->oom = true;
-		return;
-	}
-	memcpy(sn->val, f->val + idx, len);
-	memcpy(sn->known, f->known + idx, len);
-	memcpy(sn->src, f->src + idx, len * sizeof(*sn->src));
-	sn->base = base;
-	sn->len = len;
-	f->nsnap++;
 }
 
 static void record_indexed_load(struct eval *e, const cs_x86 *x)
@@ -983,25 +843,7 @@ static void step(struct eval *e, csh h, const cs_insn *in)
 	forget_written(e, h, in);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
-	return x < y ? -1 : x > y;
-}
-
-static void unique(uint64_t *v, size_t *count)
-{
-	size_t i, n = 0;
-
-	if (!*count)
-		return;
-	qsort(v, *count, sizeof(*v), cmp_u64);
-	for (i = 0; i < *count; i++)
-		if (n == 0 || v[n - 1] != v[i])
-			v[n++] = v[i];
-	*count = n;
-}
 
 cp_status cp_x86_frame_eval(const cp_image *img, uint64_t start, uint64_t end, bool seed_args,
 			    struct cp_frame *f, cp_error *err)
@@ -1020,10 +862,7 @@ cp_status cp_x86_frame_eval(const cp_image *img, uint64_t start, uint64_t end, b
 	code = cp_image_bytes(img, s->offset + (start - s->addr), end - start);
 	if (!code)
 		return CP_OK;
-	f->val = calloc(FRAME_BYTES, 1);
-	f->known = calloc(FRAME_BYTES, 1);
-	f->src = calloc(FRAME_BYTES, sizeof(*f->src));
-	if (!f->val || !f->known || !f->src)
+	if (!cp_frame_build_alloc(f))
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	st = cp_x86_dis_open(&d, err);
 	if (st)
@@ -1054,7 +893,7 @@ cp_status cp_x86_frame_eval(const cp_image *img, uint64_t start, uint64_t end, b
 		resolve_astores(&e);
 	if (e.oom)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
-	unique(f->imms, &f->nimms);
-	unique(f->cmps, &f->ncmps);
+	cp_frame_unique(f->imms, &f->nimms);
+	cp_frame_unique(f->cmps, &f->ncmps);
 	return CP_OK;
 }

@@ -263,17 +263,7 @@ static void enter(struct walk *w, uint64_t addr)
 
 static void seek_func(struct walk *w, uint64_t addr)
 {
-	size_t lo = 0, hi = w->img->nfunc;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (w->img->func[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	w->next_func = lo;
+	w->next_func = cp_image_func_after(w->img, addr);
 }
 
 static void walk_range(struct walk *w, cp_dis *d, const struct cp_section *s,
