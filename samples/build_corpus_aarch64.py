@@ -24,7 +24,8 @@ aarch64 wheel. Into OUTDIR/aarch64:
   and with the limited API;
 * the real cuda-python 12.5.0 (legacy) and 12.6.2.post1 (bindings) aarch64
   wheels, and cuda-bindings 13.0.3 (no legacy modules), installed by this
-  machine's pip with --platform manylinux_2_28_aarch64.
+  machine's pip with --platform manylinux_2_28_aarch64;
+* real aarch64 wheels of rmm-cu12 (REAL_WHEELS), downloaded into wheels/.
 
 manifest.json has the x86-64 manifest's shape (entries with id, kind,
 cython, layout, module, variant, provider_site, so, c, skipped), plus the
@@ -144,6 +145,27 @@ def jobs(cache, sites, cuda_trees, target):
                     yield bc.realcuda_job(cache, cy, layout, cuda_trees, tag)
 
 
+# Real aarch64 wheels of a RAPIDS package that cimports cuda-python: rmm-cu12
+# 25.2.0 (Cython 3.0.12, built against the bindings layout: the upstream
+# report's failure under cuda-python 12.5.0) and 25.6.0 (Cython 3.1.1).
+REAL_WHEELS = [("rmm-cu12", "25.2.0"), ("rmm-cu12", "25.6.0")]
+
+
+def download_wheel(cache, name, version):
+    """An aarch64 cp311 wheel in cache/wheels, downloaded once."""
+    wheels = os.path.join(cache, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    prefix = "%s-%s-" % (name.replace("-", "_"), version)
+    found = [w for w in os.listdir(wheels) if w.startswith(prefix)]
+    if not found:
+        bc.log("downloading %s %s (aarch64) from PyPI" % (name, version))
+        platforms = [a for p in PLATFORMS for a in ("--platform", p)]
+        bc.pip("download", "-d", wheels, *platforms, "--python-version", PYTHON_VERSION,
+               "--only-binary=:all:", "--no-deps", "%s==%s" % (name, version))
+        found = [w for w in os.listdir(wheels) if w.startswith(prefix)]
+    return os.path.join(wheels, sorted(found)[0])
+
+
 def main(argv):
     if len(argv) != 2:
         raise SystemExit(__doc__.strip().splitlines()[-1])
@@ -165,6 +187,7 @@ def main(argv):
                                      [(name, version)])
                   for layout, (name, version) in bc.CUDA_PYTHON.items()}
     cuda13 = pip_target(os.path.join(cache, "site", "cuda_bindings-13"), bc.CUDA_BINDINGS_13)
+    real_wheels = [download_wheel(cache, name, version) for name, version in REAL_WHEELS]
     todo = list(jobs(cache, sites, cuda_trees, target))
     for _, kw in todo:
         kw["target"] = target
@@ -183,6 +206,7 @@ def main(argv):
         "realcuda_variants": REALCUDA_VARIANTS,
         "cuda_python": {k: {"requirement": "%s==%s" % v, "tree": cuda_trees[k]} for k, v in bc.CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in bc.CUDA_BINDINGS_13], "tree": cuda13},
+        "real_wheels": real_wheels,
         "entries": entries})
 
 

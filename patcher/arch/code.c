@@ -249,3 +249,26 @@ bool cp_code_walk_same(const cp_image *a, const cp_image *b)
 	       same_slots(a->got, a->ngot, b->got, b->ngot) && same_slots(a->plt, a->nplt, b->plt, b->nplt) &&
 	       same_symbols(a, b) && same_code_bytes(a, b);
 }
+
+bool cp_is_noreturn_name(const char *name)
+{
+	static const char *const names[] = { "__assert_fail", "abort", "Py_FatalError", "_Py_FatalErrorFunc",
+					     "__stack_chk_fail", "__cxa_throw", "_exit", "exit" };
+	size_t i;
+
+	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+const char *cp_callee_name(const cp_image *img, uint64_t target)
+{
+	const struct cp_symbol *s;
+	const char *n = cp_image_plt_name(img, target);
+
+	if (n)
+		return n;
+	s = cp_image_symbol_at(img, target);
+	return s ? s->name : NULL;
+}

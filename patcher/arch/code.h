@@ -190,6 +190,15 @@ bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, s
  * asserts (__assert_fail, abort, ...). */
 bool cp_dis_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr);
 
+/* Whether name is a function that does not return, which a compiler may
+ * call from the middle of a loop (an assert's cold stub): __assert_fail,
+ * abort, Py_FatalError, ... */
+bool cp_is_noreturn_name(const char *name);
+
+/* The name a call to target reaches: its PLT entry's, else the symbol's
+ * there, else NULL. */
+const char *cp_callee_name(const cp_image *img, uint64_t target);
+
 /* Argument register i (ABI order) of the image's architecture, or -1. */
 int cp_arg_reg(const cp_image *img, unsigned i);
 

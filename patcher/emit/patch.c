@@ -138,15 +138,12 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 	return st;
 }
 
-/* Whether a reference binds to a layout other than target (-1: any). */
-static bool binds_elsewhere(const cp_scan *scan, int target)
+/* A machine cypatch reads but has no encoders for: the plan may change
+ * data (strings in place, table lengths), never code. */
+static cp_status no_encoder(const cp_image *img, cp_error *err)
 {
-	size_t i;
-
-	for (i = 0; i < scan->nrefs; i++)
-		if (scan->refs[i].layout >= 0 && scan->refs[i].layout != target && cp_ref_is_live(&scan->refs[i]))
-			return true;
-	return false;
+	return cp_fail(err, CP_E_INPUT, "%s: rewriting %s code is not supported yet (show and check read it)",
+		       img->path, img->arch->name);
 }
 
 static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct cp_patch_opts *o,
@@ -157,12 +154,14 @@ static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct
 
 	if (!res->fallback && target < 0)
 		return cp_fail(err, CP_E_USAGE, "no layout named '%s' in the rules", o->layout);
-	/* an architecture without encoders is read, never written */
-	if (!img->arch->pcrel_put && (res->fallback || binds_elsewhere(scan, target)))
-		return cp_fail(err, CP_E_INPUT, "%s: rewriting %s code is not supported yet (show and check "
-			       "read it)", img->path, img->arch->name);
+	if (res->fallback && !img->arch->stub)
+		return no_encoder(img, err);
 	st = res->fallback ? cp_plan_fallback(img, scan, plan, err) : cp_plan_make(img, scan, target, plan, err);
+	if (st && plan->no_encoder)
+		return no_encoder(img, err);
 	if (st && plan->inexpressible && !o->no_fallback) {
+		if (!img->arch->stub)
+			return no_encoder(img, err);
 		/* strings cannot say it; the stub binds to the target at import */
 		snprintf(res->covered, sizeof(res->covered), "%s", err->msg);
 		res->fallback = true;

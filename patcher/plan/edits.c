@@ -128,6 +128,11 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 	uint8_t field_off, size, field[8] = { 0 };
 	uint64_t target, off;
 
+	if (!arch->pcrel_put) {
+		pl->p->no_encoder = true;
+		return cp_fail(pl->err, CP_E_INPUT, "%s: rewriting %s code is not supported yet (the instruction at "
+			       "%#llx)", pl->img->path, arch->name, (unsigned long long)addr);
+	}
 	if (!cp_dis_rip_operand(&pl->dis, pl->img, addr, &field_off, &size, &target) || target != from)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not reach %#llx "
 			       "as the scan found", pl->img->path, (unsigned long long)addr,
@@ -147,9 +152,13 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 /* The immediate or displacement field at insn + field_off (size bytes, as
  * the decoder found it) encoded with value, and its file offset; false when
  * value does not fit the field or the field lies outside the file. */
-bool cp_plan_field(const struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t size,
+bool cp_plan_field(struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t size,
 		   int64_t value, uint8_t bytes[8], uint64_t *off)
 {
+	if (!pl->img->arch->field_put) {
+		pl->p->no_encoder = true;
+		return false;
+	}
 	return size <= 8 && pl->img->arch->field_put(bytes, size, value) &&
 	       cp_plan_file_off(pl, insn + field_off, size, off);
 }

@@ -56,7 +56,7 @@ uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, 
 cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
 				const char *what);
 bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off);
-bool cp_plan_field(const struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t size,
+bool cp_plan_field(struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t size,
 		   int64_t value, uint8_t bytes[8], uint64_t *off);
 /* Sorts the edits by offset; fails when two overlap. */
 cp_status cp_plan_check_overlaps(struct planner *pl);

@@ -49,6 +49,8 @@ struct eval {
 	int64_t body;              /* sp after the prologue */
 	bool body_set, oom;
 	bool ended;                /* the last instruction did not fall through */
+	const struct a64_entry *blk; /* the function's blocks, with the walk's entry states */
+	size_t nblk;
 	const cs_insn *in;
 };
 
@@ -996,16 +998,15 @@ static void unique(uint64_t *v, size_t *count)
 	*count = n;
 }
 
-static void run(struct eval *e, cp_dis *d, const uint8_t *code, size_t size, uint64_t addr,
-		const struct a64_entry *blk, size_t nblk)
+static void run(struct eval *e, cp_dis *d, const uint8_t *code, size_t size, uint64_t addr)
 {
 	size_t k = 0;
 
 	while (size >= A64_INSN && !e->oom) {
-		while (k < nblk && blk[k].addr < addr)
+		while (k < e->nblk && e->blk[k].addr < addr)
 			k++;
-		if (e->ended && k < nblk && blk[k].addr == addr)
-			enter_block(e, &blk[k]);
+		if (e->ended && k < e->nblk && e->blk[k].addr == addr)
+			enter_block(e, &e->blk[k]);
 		e->ended = false;
 		if (!cs_disasm_iter(a64_dis(d)->handle, &code, &size, &addr, a64_dis(d)->insn)) {
 			code += A64_INSN;
@@ -1018,6 +1019,28 @@ static void run(struct eval *e, cp_dis *d, const uint8_t *code, size_t size, uin
 	}
 }
 
+static cp_status evaluate(struct eval *e, cp_dis *d, const uint8_t *code, uint64_t start, uint64_t end,
+			  bool seed_args, cp_error *err)
+{
+	struct a64_entry *blk = NULL;
+	size_t nblk = 0;
+	cp_status st = cp_a64_entry_states(e->img, d, start, end, &blk, &nblk, err);
+	int i;
+
+	if (st)
+		return st;
+	e->blk = blk;
+	e->nblk = nblk;
+	e->reg[A64_SP].kind = K_FRAME;
+	for (i = 0; seed_args && i < 8; i++)
+		e->reg[cp_a64_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
+	run(e, d, code, end - start, start);
+	free(blk);
+	if (!e->oom)
+		resolve_astores(e);
+	return e->oom ? cp_fail(err, CP_E_INTERNAL, "%s: out of memory", e->img->path) : CP_OK;
+}
+
 cp_status cp_a64_frame_eval(const cp_image *img, uint64_t start, uint64_t end, bool seed_args,
 			    struct cp_frame *f, cp_error *err)
 {
@@ -1025,10 +1048,7 @@ cp_status cp_a64_frame_eval(const cp_image *img, uint64_t start, uint64_t end, b
 	const uint8_t *code;
 	struct eval e;
 	cp_dis d = { NULL, NULL }; /* the evaluator decodes through capstone itself */
-	struct a64_entry *blk = NULL;
-	size_t nblk = 0;
 	cp_status st;
-	int i;
 
 	memset(f, 0, sizeof(*f));
 	if (!s || end <= start || start % A64_INSN || end - start > s->size - (start - s->addr))
@@ -1043,23 +1063,13 @@ cp_status cp_a64_frame_eval(const cp_image *img, uint64_t start, uint64_t end, b
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	if ((st = cp_dis_open(&d, img, err)))
 		return st;
-	if ((st = cp_a64_entry_states(img, &d, start, end, &blk, &nblk, err))) {
-		cp_dis_close(&d);
-		return st;
-	}
 	memset(&e, 0, sizeof(e));
 	e.img = img;
 	e.f = f;
-	e.reg[A64_SP].kind = K_FRAME;
-	for (i = 0; seed_args && i < 8; i++)
-		e.reg[cp_a64_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
-	run(&e, &d, code, end - start, start, blk, nblk);
-	free(blk);
+	st = evaluate(&e, &d, code, start, end, seed_args, err);
 	cp_dis_close(&d);
-	if (!e.oom)
-		resolve_astores(&e);
-	if (e.oom)
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	if (st)
+		return st;
 	unique(f->imms, &f->nimms);
 	unique(f->cmps, &f->ncmps);
 	return CP_OK;

@@ -55,24 +55,13 @@ static void emit_ref(struct func *f, cp_dis *d, const struct a64_op *o, uint64_t
 	f->v->on_ref(f->v->ctx, &r);
 }
 
-static const char *callee_name(const cp_image *img, uint64_t target)
-{
-	const struct cp_symbol *s;
-	const char *n = cp_image_plt_name(img, target);
-
-	if (n)
-		return n;
-	s = cp_image_symbol_at(img, target);
-	return s ? s->name : NULL;
-}
-
 /* A branch's target and the name it reaches: direct, or through a
  * register loaded from a GOT slot (-fno-plt: adrp x16; ldr x16, [x16,
  * #off]; blr x16). */
 static const char *branch_name(const struct func *f, const struct state *s, const struct a64_op *o)
 {
 	if (o->direct)
-		return callee_name(f->img, o->target);
+		return cp_callee_name(f->img, o->target);
 	if (o->src >= 0 && s->reg[o->src].kind == CP_V_LOAD)
 		return cp_image_got_name(f->img, s->reg[o->src].v);
 	return NULL;

@@ -145,20 +145,6 @@ bool cp_x86_insn_reaches(const cp_dis *d, uint64_t *target)
 	return cp_x86_rip_target(in, target, &opi);
 }
 
-/* Functions that do not return, which a compiler may call from the middle
- * of a loop (an assert's cold stub). */
-static bool is_noreturn_name(const char *name)
-{
-	static const char *const names[] = { "__assert_fail", "abort", "Py_FatalError", "_Py_FatalErrorFunc",
-					     "__stack_chk_fail", "__cxa_throw", "_exit", "exit" };
-	size_t i;
-
-	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return true;
-	return false;
-}
-
 bool cp_x86_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
 {
 	uint64_t start, end, target;
@@ -174,7 +160,7 @@ bool cp_x86_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
 		if (call || jmp) {
 			if (!cp_dis_reaches(d, img, addr, &target))
 				return false; /* through a register */
-			if ((call || target < start || target >= end) && !is_noreturn_name(cp_image_plt_name(img, target)))
+			if ((call || target < start || target >= end) && !cp_is_noreturn_name(cp_image_plt_name(img, target)))
 				return false;
 		}
 		addr += x86_dis(d)->insn->size;

@@ -62,17 +62,6 @@ static void emit_ref(struct walk *w, const cs_insn *in, uint64_t target, enum cp
 	w->v->on_ref(w->v->ctx, &r);
 }
 
-static const char *callee_name(const cp_image *img, uint64_t target)
-{
-	const struct cp_symbol *s;
-	const char *n = cp_image_plt_name(img, target);
-
-	if (n)
-		return n;
-	s = cp_image_symbol_at(img, target);
-	return s ? s->name : NULL;
-}
-
 static void emit_call(struct walk *w, const cs_insn *in, uint64_t target, const char *name)
 {
 	struct cp_call c;
@@ -100,7 +89,7 @@ static void branch_target(struct walk *w, const cs_insn *in, uint64_t *target, c
 	*name = NULL;
 	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
 		*target = (uint64_t)x->operands[0].imm;
-		*name = callee_name(w->img, *target);
+		*name = cp_callee_name(w->img, *target);
 	} else if (cp_x86_rip_target(in, &t, &opi)) {
 		*name = cp_image_got_name(w->img, t);
 	}
