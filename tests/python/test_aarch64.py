@@ -15,14 +15,14 @@ is repaired.
 import hashlib
 import json
 import os
-import shutil
+import subprocess
 import zipfile
 import base64
 
 import pytest
 
 import test_aarch64_corpus as corpus
-from conftest import MANIFEST as X86, RULES, assert_refused, cypatch, scan_incomplete, show_json
+from conftest import CYPATCH, MANIFEST as X86, RULES, assert_refused, cypatch, scan_incomplete, show_json
 from oracle import expected, reported
 
 # the guest's import of every consumer, own and other layout (module scope)
@@ -357,3 +357,28 @@ def test_check_names_the_member_it_cannot_read(tmp_path):
     p = cypatch("check", "--against", A["cuda_python"]["bindings"]["tree"], wheel)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "%s: %s: 32-bit ELF" % (wheel, member) in p.stderr and "cypatch-check" not in p.stderr, p.stderr
+
+
+def verify(so, site):
+    env = dict(os.environ, PYTHONPATH=site, PYTHONNOUSERSITE="1")
+    p = subprocess.run([CYPATCH, "verify", "--json",
+                        "--python", corpus.PYTHON, so], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    assert p.returncode in (0, 1), p.stderr
+    return json.loads(p.stdout)
+
+
+def test_verify_runs_the_emulated_cpython_through_its_wrapper(tmp_path):
+    """verify --python build/aarch64/python3 (a script that runs the
+    emulator): the module's bindings proven under its layout, its import's
+    failure under the other; a data-only retarget's output proven under the
+    target's providers."""
+    entry = next(e for e in SEEN if e["id"] == "3.1.8/bindings/cimports")
+    doc = verify(entry["so"], A["providers"]["bindings"])
+    assert doc["ok"] and doc["extensions"][0]["import"].get("error") is None, doc
+    doc = verify(entry["so"], A["providers"]["legacy"])
+    assert not doc["ok"] and doc["extensions"][0]["import"]["error"] == \
+        "ModuleNotFoundError: No module named 'cuda.bindings'", doc
+    out = str(tmp_path / os.path.basename(entry["so"]))
+    cypatch("--target-layout", "legacy", "-o", out, entry["so"], check=0)
+    assert verify(out, A["providers"]["legacy"])["ok"]
