@@ -272,3 +272,13 @@ const char *cp_callee_name(const cp_image *img, uint64_t target)
 	s = cp_image_symbol_at(img, target);
 	return s ? s->name : NULL;
 }
+
+void cp_insn_facts_none(struct cp_insn_facts *f, uint64_t addr, uint8_t size)
+{
+	memset(f, 0, sizeof(*f));
+	f->addr = addr;
+	f->size = size;
+	f->writes = ~0u;
+	f->imm_reg = f->load_reg = f->copy_dst = f->copy_src = f->addr_reg = f->test_reg = -1;
+	f->stack.spill_src = f->stack.fill_dst = -1;
+}

@@ -125,6 +125,10 @@ struct cp_insn_facts {
 	struct cp_stack_facts stack;
 };
 
+/* The facts of an instruction of size bytes at addr before any is known:
+ * falls through, writes every register, no register field applies. */
+void cp_insn_facts_none(struct cp_insn_facts *f, uint64_t addr, uint8_t size);
+
 /* Opens a decoder for the image's architecture, or for arch. */
 cp_status cp_dis_open(cp_dis *d, const cp_image *img, cp_error *err);
 cp_status cp_dis_open_arch(cp_dis *d, const struct cp_arch *arch, cp_error *err);

@@ -192,12 +192,7 @@ void cp_a64_insn_flow(const cp_dis *d, struct cp_insn_facts *f)
 {
 	const cs_insn *in = a64_dis(d)->insn;
 
-	memset(f, 0, sizeof(*f));
-	f->addr = in->address;
-	f->size = (uint8_t)in->size;
-	f->writes = ~0u;
-	f->imm_reg = f->load_reg = f->copy_dst = f->copy_src = f->addr_reg = f->test_reg = -1;
-	f->stack.spill_src = f->stack.fill_dst = -1;
+	cp_insn_facts_none(f, in->address, (uint8_t)in->size);
 	f->nop = in->id == ARM64_INS_NOP;
 	flow(in, f);
 }
