@@ -282,3 +282,16 @@ void cp_insn_facts_none(struct cp_insn_facts *f, uint64_t addr, uint8_t size)
 	f->imm_reg = f->load_reg = f->copy_dst = f->copy_src = f->addr_reg = f->test_reg = -1;
 	f->stack.spill_src = f->stack.fill_dst = -1;
 }
+
+bool cp_walk_span(const struct cp_section *s, uint64_t start, uint64_t end, uint64_t *a, uint64_t *b)
+{
+	if (!cp_section_is_code(s) || strncmp(s->name, ".plt", 4) == 0)
+		return false;
+	*a = s->addr;
+	*b = s->addr + s->size;
+	if (end) {
+		*a = start > *a ? start : *a;
+		*b = end < *b ? end : *b;
+	}
+	return *a < *b;
+}

@@ -206,6 +206,11 @@ const char *cp_callee_name(const cp_image *img, uint64_t target);
 /* Argument register i (ABI order) of the image's architecture, or -1. */
 int cp_arg_reg(const cp_image *img, unsigned i);
 
+/* The part [*a, *b) of section s that the code walk reads: a code section
+ * other than the PLT (.plt, .plt.sec, .plt.got), within [start, end) when
+ * end is not 0; false when there is none. */
+bool cp_walk_span(const struct cp_section *s, uint64_t start, uint64_t end, uint64_t *a, uint64_t *b);
+
 /* Walks [start, end) of the image's code (end 0: every code section). */
 cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 		       const struct cp_code_visitor *v, cp_error *err);

@@ -199,6 +199,26 @@ bool cp_frame_note_addr(struct cp_frame *f, uint64_t va)
 	return true;
 }
 
+void cp_bits_logic(enum cp_bit_op op, uint64_t av, uint64_t ak, uint64_t bv, uint64_t bk, uint64_t *v,
+		   uint64_t *k)
+{
+	switch (op) {
+	case CP_BIT_AND: /* a known 0 on either side makes a known 0 */
+		*v = av & bv;
+		*k = (ak & bk) | (ak & ~av) | (bk & ~bv);
+		break;
+	case CP_BIT_OR: /* a known 1 on either side makes a known 1 */
+		*v = av | bv;
+		*k = (ak & bk) | (ak & av) | (bk & bv);
+		break;
+	default:
+		*v = av ^ bv;
+		*k = ak & bk;
+		break;
+	}
+	*v &= *k;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

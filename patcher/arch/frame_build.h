@@ -58,6 +58,12 @@ void cp_frame_resolve_astores(struct cp_frame *f);
 /* An address the code makes or stores through; false: no memory. */
 bool cp_frame_note_addr(struct cp_frame *f, uint64_t va);
 
+/* Known-bit logic: the value (*v, masked by *k) and known bits *k of a op b,
+ * each given as a value and its known bits. */
+enum cp_bit_op { CP_BIT_AND, CP_BIT_OR, CP_BIT_XOR };
+void cp_bits_logic(enum cp_bit_op op, uint64_t av, uint64_t ak, uint64_t bv, uint64_t bk, uint64_t *v,
+		   uint64_t *k);
+
 /* v[0, *count) sorted, repeats dropped. */
 void cp_frame_unique(uint64_t *v, size_t *count);
 

@@ -487,16 +487,13 @@ static struct aval operand(struct eval *e, const cs_arm64_op *op)
 
 static struct aval logic(unsigned id, struct aval a, struct aval b)
 {
+	uint64_t v, k;
+
 	if (a.kind != K_BITS || b.kind != K_BITS)
 		return unknown;
-	switch (id) {
-	case ARM64_INS_AND:
-		return bits(a.v & b.v, (a.known & b.known) | (a.known & ~a.v) | (b.known & ~b.v));
-	case ARM64_INS_ORR:
-		return bits(a.v | b.v, (a.known & b.known) | (a.known & a.v) | (b.known & b.v));
-	default: /* EOR */
-		return bits(a.v ^ b.v, a.known & b.known);
-	}
+	cp_bits_logic(id == ARM64_INS_AND ? CP_BIT_AND : id == ARM64_INS_ORR ? CP_BIT_OR : CP_BIT_XOR, a.v, a.known, b.v, b.known,
+		      &v, &k);
+	return bits(v, k);
 }
 
 /* add/sub: an address or frame offset moved by a constant, or two known

@@ -199,13 +199,13 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static cp_status section_targets(const cp_image *img, cp_dis *d, const struct cp_section *s,
+static cp_status section_targets(const cp_image *img, cp_dis *d, uint64_t start, uint64_t end,
 				 struct a64_targets *t, size_t *cap, cp_error *err)
 {
-	uint64_t addr = (s->addr + A64_INSN - 1) & ~(uint64_t)(A64_INSN - 1), target;
+	uint64_t addr = (start + A64_INSN - 1) & ~(uint64_t)(A64_INSN - 1), target;
 	const uint8_t *code;
 
-	for (; addr + A64_INSN <= s->addr + s->size; addr += A64_INSN) {
+	for (; addr + A64_INSN <= end; addr += A64_INSN) {
 		code = cp_image_va_bytes(img, addr, A64_INSN);
 		if (!code || !cp_dis_bytes(d, code, A64_INSN, addr))
 			continue;
@@ -221,13 +221,14 @@ static cp_status section_targets(const cp_image *img, cp_dis *d, const struct cp
 
 cp_status cp_a64_external_targets(const cp_image *img, cp_dis *d, struct a64_targets *t, cp_error *err)
 {
+	uint64_t a, b;
 	size_t i, cap = 0;
 	cp_status st = CP_OK;
 
 	memset(t, 0, sizeof(*t));
 	for (i = 0; !st && i < img->nsec; i++)
-		if (cp_section_is_code(&img->sec[i]) && strncmp(img->sec[i].name, ".plt", 4) != 0)
-			st = section_targets(img, d, &img->sec[i], t, &cap, err);
+		if (cp_walk_span(&img->sec[i], 0, 0, &a, &b))
+			st = section_targets(img, d, a, b, t, &cap, err);
 	if (t->n)
 		qsort(t->addr, t->n, sizeof(*t->addr), cmp_u64);
 	return st;

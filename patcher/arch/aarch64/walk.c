@@ -295,24 +295,26 @@ static bool is_leader_after(const struct a64_op *o)
 
 /* Block starts: the first instruction, every instruction after a branch
  * or an end, every branch target inside the function. */
+enum { LEAD = 1, LEAD_EXTERNAL = 2 };
+
 static cp_status find_blocks(struct func *f, const struct a64_targets *ext, bool **external)
 {
-	bool *lead = calloc(f->n + 1, 1);
+	uint8_t *lead = calloc(f->n + 1, 1);
 	size_t i, k = 0;
 
 	if (!lead)
 		return CP_E_INTERNAL;
-	lead[0] = true;
+	lead[0] = LEAD;
 	for (i = 0; i < f->n; i++) {
 		if (is_leader_after(&f->op[i]))
-			lead[i + 1] = true;
+			lead[i + 1] |= LEAD;
 		if (f->op[i].branches && f->op[i].direct && f->op[i].target_in)
-			lead[f->op[i].target_idx] = true;
+			lead[f->op[i].target_idx] |= LEAD;
 		if (cp_a64_targets_has(ext, f->op[i].addr))
-			lead[i] = true;
+			lead[i] |= LEAD | LEAD_EXTERNAL;
 	}
 	for (i = 0; i < f->n; i++)
-		f->nblock += lead[i];
+		f->nblock += lead[i] != 0;
 	f->block = malloc(f->nblock * sizeof(*f->block));
 	*external = calloc(f->nblock, 1);
 	if (!f->block || !*external) {
@@ -321,7 +323,7 @@ static cp_status find_blocks(struct func *f, const struct a64_targets *ext, bool
 	}
 	for (i = 0; i < f->n; i++)
 		if (lead[i]) {
-			(*external)[k] = cp_a64_targets_has(ext, f->op[i].addr);
+			(*external)[k] = (lead[i] & LEAD_EXTERNAL) != 0;
 			f->block[k++] = i;
 		}
 	free(lead);
@@ -446,15 +448,11 @@ cp_status cp_a64_code_walk(const cp_image *img, uint64_t start, uint64_t end, co
 	if (!st)
 		st = cp_a64_external_targets(img, &d, &ext, err);
 	for (i = 0; !st && i < img->nsec; i++) {
-		const struct cp_section *s = &img->sec[i];
-		uint64_t a = (s->addr + A64_INSN - 1) & ~(uint64_t)(A64_INSN - 1), b = s->addr + s->size;
+		uint64_t a, b;
 
-		if (!cp_section_is_code(s) || strncmp(s->name, ".plt", 4) == 0)
+		if (!cp_walk_span(&img->sec[i], start, end, &a, &b))
 			continue;
-		if (end) {
-			a = start > a ? start : a;
-			b = end < b ? end : b;
-		}
+		a = (a + A64_INSN - 1) & ~(uint64_t)(A64_INSN - 1); /* instructions are 4-aligned */
 		if (a < b)
 			st = walk_range(img, &d, &ext, a, b, v, err);
 	}

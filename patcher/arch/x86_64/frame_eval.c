@@ -230,16 +230,13 @@ static void write_op(struct eval *e, const cs_x86_op *op, struct aval a, int imm
 
 static struct aval logic(unsigned id, struct aval a, struct aval b)
 {
+	uint64_t v, k;
+
 	if (a.kind != K_BITS || b.kind != K_BITS)
 		return unknown;
-	switch (id) {
-	case X86_INS_AND:
-		return bits(a.v & b.v, (a.known & b.known) | (a.known & ~a.v) | (b.known & ~b.v));
-	case X86_INS_OR:
-		return bits(a.v | b.v, (a.known & b.known) | (a.known & a.v) | (b.known & b.v));
-	default:
-		return bits(a.v ^ b.v, a.known & b.known);
-	}
+	cp_bits_logic(id == X86_INS_AND ? CP_BIT_AND : id == X86_INS_OR ? CP_BIT_OR : CP_BIT_XOR, a.v, a.known, b.v, b.known,
+		      &v, &k);
+	return bits(v, k);
 }
 
 static struct aval arith(unsigned id, struct aval a, struct aval b, unsigned size)

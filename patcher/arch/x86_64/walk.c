@@ -305,17 +305,10 @@ cp_status cp_x86_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 	w.img = img;
 	w.v = v;
 	for (i = 0; i < img->nsec; i++) {
-		const struct cp_section *s = &img->sec[i];
-		uint64_t a = s->addr, b = s->addr + s->size;
+		uint64_t a, b;
 
-		if (!cp_section_is_code(s) || strncmp(s->name, ".plt", 4) == 0)
-			continue;
-		if (end) {
-			a = start > a ? start : a;
-			b = end < b ? end : b;
-		}
-		if (a < b)
-			walk_range(&w, &d, s, a, b);
+		if (cp_walk_span(&img->sec[i], start, end, &a, &b))
+			walk_range(&w, &d, &img->sec[i], a, b);
 	}
 	cp_x86_dis_close(&d);
 	return CP_OK;
