@@ -505,9 +505,18 @@ static cp_status same_members(struct cp_wheel *w, cp_error *err)
 	for (i = 0; i < w->n; i++) {
 		const struct cp_zip_span *s = &w->layout.m[i];
 
+		uint32_t flags = cp_zip_span_flags(s);
+
 		if (!cp_zip_span_named(s, w->m[i].raw_name) || s->comp_size != w->m[i].comp_size ||
 		    cp_zip_span_method(s) != (uint32_t)w->m[i].comp_method)
 			return bad(w, err, "the central directory and libzip disagree", w->m[i].name);
+		/* zipfile (so pip) reads the central record's bits 0, 6 (encrypted)
+		 * and 5 (patched data) and refuses the member; a copied member
+		 * would carry them into the repaired wheel unread */
+		if (flags & (CP_ZIP_FLAG_ENCRYPTED | CP_ZIP_FLAG_STRONG_ENCRYPTION))
+			return bad(w, err, "an encrypted member", w->m[i].name);
+		if (flags & CP_ZIP_FLAG_PATCHED_DATA)
+			return bad(w, err, "a member of compressed patched data", w->m[i].name);
 	}
 	return CP_OK;
 }

@@ -288,6 +288,11 @@ uint32_t cp_zip_span_method(const struct cp_zip_span *s)
 	return cp_get16(s->cd + 10);
 }
 
+uint32_t cp_zip_span_flags(const struct cp_zip_span *s)
+{
+	return cp_get16(s->cd + 8);
+}
+
 /* The record rebuilt with its offset in or out of the zip64 field: the
  * zip64 field first, then the other extra fields as they were. */
 static size_t rebuild(const uint8_t *r, const struct record_values *v, uint64_t off, bool wide, uint8_t *out)

@@ -43,6 +43,13 @@ bool cp_zip_span_named(const struct cp_zip_span *s, const char *name);
 /* Span s's compression method, as its central directory record says. */
 uint32_t cp_zip_span_method(const struct cp_zip_span *s);
 
+/* Span s's general purpose bits, as its central directory record says;
+ * those zipfile refuses to extract (APPNOTE 4.4.4). */
+uint32_t cp_zip_span_flags(const struct cp_zip_span *s);
+#define CP_ZIP_FLAG_ENCRYPTED 0x0001u
+#define CP_ZIP_FLAG_PATCHED_DATA 0x0020u
+#define CP_ZIP_FLAG_STRONG_ENCRYPTION 0x0040u
+
 /* Offsets at or past this are written in zip64 fields (cp_zip_record_moved). */
 #define CP_ZIP64_AT 0xffffffffull
 

@@ -830,6 +830,22 @@ def hostile_18(case, tmp_path):
     if case == "record-four-fields":
         wheel_with_rows(wheel, DEMO, rows[:1] + [rows[1] + ",x"] + rows[2:])
         return wheel, "RECORD: line 2 has not three fields"
+    if case in ("flag-encrypted", "flag-patched-data", "flag-strong-encryption"):
+        # general purpose bits 0, 5 and 6 of demo/__init__.py, in its local
+        # header and central record: zipfile (so pip) cannot extract it
+        bit = {"flag-encrypted": 0, "flag-patched-data": 5, "flag-strong-encryption": 6}[case]
+        wheel_with_rows(wheel, DEMO, rows)
+        data, at, eocd, off, records = central_directory(wheel)
+        k = next(i for i, r in enumerate(records) if r[46:46 + struct.unpack("<H", r[28:30])[0]] == b"demo/__init__.py")
+        lho = struct.unpack("<I", records[k][42:46])[0]
+        for where in (lho + 6, off + sum(len(r) for r in records[:k]) + 8):
+            struct.pack_into("<H", data, where, struct.unpack("<H", data[where:where + 2])[0] | 1 << bit)
+        open(wheel, "wb").write(bytes(data))
+        with pytest.raises((NotImplementedError, RuntimeError)):
+            zipfile.ZipFile(wheel).read("demo/__init__.py")
+        return wheel, {"flag-encrypted": "an encrypted member: demo/__init__.py",
+                       "flag-patched-data": "a member of compressed patched data: demo/__init__.py",
+                       "flag-strong-encryption": "an encrypted member: demo/__init__.py"}[case]
     if case in ("version-255", "gap-before-end-record"):
         wheel_with_rows(wheel, DEMO, rows)
         data, at, eocd, off, records = central_directory(wheel)
@@ -847,7 +863,8 @@ def hostile_18(case, tmp_path):
 
 @pytest.mark.parametrize("case", ["record-stale-duplicate-row", "record-dotdot", "record-absolute", "record-md5",
                                   "record-sha1", "two-eocd", "other-name", "other-version", "two-dist-info",
-                                  "record-not-utf8", "record-four-fields", "version-255", "gap-before-end-record"])
+                                  "record-not-utf8", "record-four-fields", "version-255", "gap-before-end-record",
+                                  "flag-encrypted", "flag-patched-data", "flag-strong-encryption"])
 def test_hostile_wheels_of_issue_18_are_refused_in_one_line(case, tmp_path):
     wheel, message = hostile_18(case, tmp_path)
     assert_wheel_refused(wheel, tmp_path / "out", message)
