@@ -227,6 +227,26 @@ static int by_offset(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* Whether the local header h (its name at off + LFH_LEN) names its member
+ * as its central record r does, as zipfile compares them: the name's bytes,
+ * each decoded by its own header's UTF-8 bit (4.4.4 bit 11), else CP437. */
+static bool same_local_name(int fd, const uint8_t *h, uint64_t off, const uint8_t *r)
+{
+	size_t n = cp_get16(r + 28), i;
+	bool ascii = true;
+	uint8_t *name;
+	bool same;
+
+	if (cp_get16(h + 26) != n)
+		return false;
+	name = malloc(n ? n : 1);
+	same = name && !read_at(fd, name, n, off + LFH_LEN) && !memcmp(name, r + CDR_LEN, n);
+	for (i = 0; same && i < n; i++)
+		ascii = ascii && name[i] < 0x80;
+	free(name);
+	return same && (ascii || ((cp_get16(h + 6) ^ cp_get16(r + 8)) & 0x0800) == 0);
+}
+
 /* Each member's range: to the next local header in the file, or the
  * central directory; it must begin with a local header and hold its data. */
 static cp_status measure(int fd, const char *path, struct cp_zip_layout *l, cp_error *err)
@@ -253,6 +273,9 @@ static cp_status measure(int fd, const char *path, struct cp_zip_layout *l, cp_e
 		else if (head = LFH_LEN + (uint64_t)cp_get16(h + 26) + cp_get16(h + 28),
 			 head > s->len || s->comp_size > s->len - head)
 			st = bad(err, path, "a member's data runs into the next member");
+		else if (!same_local_name(fd, h, s->off, s->cd))
+			st = cp_fail(err, CP_E_INPUT, "%s: a local header names its member otherwise than the central directory: %.*s",
+				     path, (int)cp_get16(s->cd + 28), (const char *)s->cd + CDR_LEN);
 		else
 			s->data = s->off + head;
 	}

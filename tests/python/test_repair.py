@@ -846,6 +846,26 @@ def hostile_18(case, tmp_path):
         return wheel, {"flag-encrypted": "an encrypted member: demo/__init__.py",
                        "flag-patched-data": "a member of compressed patched data: demo/__init__.py",
                        "flag-strong-encryption": "an encrypted member: demo/__init__.py"}[case]
+    if case in ("local-name-bytes", "local-name-utf8-bit"):
+        # the local header's name: other bytes, or the same UTF-8 bytes
+        # without the UTF-8 bit (zipfile decodes them as CP437): zipfile
+        # (so pip) refuses to read the member
+        files = dict(DEMO, **{"demo/caf\u00e9.txt": b"menu\n"})
+        wheel_with_rows(wheel, files, record_of(files))
+        data, at, eocd, off, records = central_directory(wheel)
+        name = "demo/caf\u00e9.txt".encode()
+        k = next(i for i, r in enumerate(records) if r[46:46 + struct.unpack("<H", r[28:30])[0]] == name)
+        lho = struct.unpack("<I", records[k][42:46])[0]
+        if case == "local-name-bytes":
+            data[lho + 30:lho + 30 + len(name)] = name.replace(b"caf", b"cag")
+        else:
+            struct.pack_into("<H", data, lho + 6, struct.unpack("<H", data[lho + 6:lho + 8])[0] & ~0x800)
+        open(wheel, "wb").write(bytes(data))
+        with pytest.raises(zipfile.BadZipFile):
+            zipfile.ZipFile(wheel).read("demo/caf\u00e9.txt")
+        if case == "local-name-bytes":
+            return wheel, "not a readable zip archive: Zip archive inconsistent"  # libzip's check
+        return wheel, "a local header names its member otherwise than the central directory: demo/caf\u00e9.txt"
     if case in ("version-255", "gap-before-end-record"):
         wheel_with_rows(wheel, DEMO, rows)
         data, at, eocd, off, records = central_directory(wheel)
@@ -864,7 +884,8 @@ def hostile_18(case, tmp_path):
 @pytest.mark.parametrize("case", ["record-stale-duplicate-row", "record-dotdot", "record-absolute", "record-md5",
                                   "record-sha1", "two-eocd", "other-name", "other-version", "two-dist-info",
                                   "record-not-utf8", "record-four-fields", "version-255", "gap-before-end-record",
-                                  "flag-encrypted", "flag-patched-data", "flag-strong-encryption"])
+                                  "flag-encrypted", "flag-patched-data", "flag-strong-encryption",
+                                  "local-name-bytes", "local-name-utf8-bit"])
 def test_hostile_wheels_of_issue_18_are_refused_in_one_line(case, tmp_path):
     wheel, message = hostile_18(case, tmp_path)
     assert_wheel_refused(wheel, tmp_path / "out", message)
@@ -887,6 +908,19 @@ def test_a_file_name_that_normalizes_to_the_dist_info_is_accepted(tmp_path):
     files = {n.replace("demo-1.0.dist-info", "demo_pkg-1.0.dist-info"): d for n, d in DEMO.items()}
     wheel = wheel_with_rows(str(tmp_path / "Demo.Pkg-1.0-py3-none-any.whl"), files, record_of(files),
                             dist="demo_pkg-1.0.dist-info")
+    proc = repair(wheel, tmp_path / "out", "fallback", check=None)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+
+
+def test_an_ascii_name_whose_headers_disagree_on_the_utf8_bit_is_accepted(tmp_path):
+    # zipfile decodes an ASCII name alike either way, so reads the member
+    wheel = wheel_with_rows(str(tmp_path / "demo-1.0-py3-none-any.whl"), DEMO, record_of(DEMO))
+    data, at, eocd, off, records = central_directory(wheel)
+    k = next(i for i, r in enumerate(records) if r[46:46 + struct.unpack("<H", r[28:30])[0]] == b"demo/__init__.py")
+    lho = struct.unpack("<I", records[k][42:46])[0]
+    struct.pack_into("<H", data, lho + 6, struct.unpack("<H", data[lho + 6:lho + 8])[0] | 0x800)
+    open(wheel, "wb").write(bytes(data))
+    assert zipfile.ZipFile(wheel).read("demo/__init__.py") == DEMO["demo/__init__.py"]
     proc = repair(wheel, tmp_path / "out", "fallback", check=None)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
 
