@@ -76,14 +76,25 @@ struct cp_arch {
 	 * Bytes and facts come back; where a field sits in an instruction is
 	 * the decoder's answer, and recording the edit is the planner's. */
 
-	/* A PC-relative operand re-encoded: writes into field (pcrel_size
-	 * bytes) what makes the instruction of insn_size bytes at insn reach
-	 * target; false, the field untouched, when target is out of reach. */
+	/* A PC-relative operand re-encoded: field (pcrel_size bytes) holds
+	 * the operand's current bytes and is rewritten so that the
+	 * instruction of insn_size bytes at insn reaches target; false, the
+	 * field untouched, when target is out of reach or the form cannot.
+	 * reach says how far, for messages ("a 32-bit displacement"). */
 	uint8_t pcrel_size;
 	bool (*pcrel_put)(uint8_t *field, uint64_t insn, unsigned insn_size, uint64_t target);
+	const char *reach;
 
-	/* An immediate or displacement field of size bytes set to value;
-	 * false, the field untouched, when value does not fit it. */
+	/* Whether the decoded instruction completes an address from a
+	 * register (aarch64's ADD after an ADRP): the code walk, not the
+	 * instruction, knows its target, and pcrel_put (the field being the
+	 * whole instruction) makes it reach one by itself. NULL where every
+	 * reference is PC-relative on its own. */
+	bool (*insn_completes)(const struct cp_dis *d);
+
+	/* An immediate or displacement field of size bytes, holding its
+	 * current bytes, set to value; false, the field untouched, when value
+	 * does not fit it. */
 	bool (*field_put)(uint8_t *field, unsigned size, int64_t value);
 
 	/* The call or jump insn[0, len) as a direct one in the same bytes

@@ -146,6 +146,17 @@ static cp_status no_encoder(const cp_image *img, cp_error *err)
 		       img->path, img->arch->name);
 }
 
+/* Strings cannot express the retarget (err says why) and the stub that
+ * would cover it is not built for this machine. */
+static cp_status no_stub(const cp_image *img, cp_error *err)
+{
+	char why[sizeof(err->msg)];
+
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return cp_fail(err, CP_E_INPUT, "%s; the fallback stub that covers that is not in for %s yet", why,
+		       img->arch->name);
+}
+
 static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct cp_patch_opts *o,
 			  struct cp_plan *plan, struct cp_patch_result *res, cp_error *err)
 {
@@ -161,7 +172,7 @@ static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct
 		return no_encoder(img, err);
 	if (st && plan->inexpressible && !o->no_fallback) {
 		if (!img->arch->stub)
-			return no_encoder(img, err);
+			return no_stub(img, err);
 		/* strings cannot say it; the stub binds to the target at import */
 		snprintf(res->covered, sizeof(res->covered), "%s", err->msg);
 		res->fallback = true;

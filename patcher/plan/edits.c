@@ -119,6 +119,35 @@ bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint6
 	return cp_image_va_to_off(pl->img, va, len, off);
 }
 
+/* Where the operand of the instruction at addr lies and what it reaches
+ * now: its PC-relative field, or the whole instruction where the code walk
+ * found it completes an address (insn_completes; the scan's xref at addr
+ * is the word that it reaches from). */
+static bool operand_at(struct planner *pl, uint64_t addr, uint64_t from, uint8_t *field_off, uint8_t *size,
+		       uint64_t *target)
+{
+	const struct cp_arch *arch = pl->img->arch;
+
+	if (cp_dis_rip_operand(&pl->dis, pl->img, addr, field_off, size, target))
+		return true;
+	if (!arch->insn_completes || !cp_dis_at(&pl->dis, pl->img, addr) || !arch->insn_completes(&pl->dis))
+		return false;
+	*field_off = 0;
+	*size = (uint8_t)arch->pcrel_size;
+	*target = from;
+	return true;
+}
+
+/* The bytes at file offset off (n of them) into buf: the fields the
+ * encoders rewrite hold their current bytes (arch.h). */
+static void current_bytes(const struct planner *pl, uint64_t off, size_t n, uint8_t *buf)
+{
+	const uint8_t *b = cp_image_bytes(pl->img, off, n);
+
+	assert(b); /* off and n came from cp_plan_file_off */
+	memcpy(buf, b, n);
+}
+
 /* Points the code operand at addr (which reaches `from`) at `to`; a
  * provisional `to` is written when placed (place.c). */
 cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
@@ -133,16 +162,17 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 		return cp_fail(pl->err, CP_E_INPUT, "%s: rewriting %s code is not supported yet (the instruction at "
 			       "%#llx)", pl->img->path, arch->name, (unsigned long long)addr);
 	}
-	if (!cp_dis_rip_operand(&pl->dis, pl->img, addr, &field_off, &size, &target) || target != from)
+	if (!operand_at(pl, addr, from, &field_off, &size, &target) || target != from)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not reach %#llx "
 			       "as the scan found", pl->img->path, (unsigned long long)addr,
 			       (unsigned long long)from);
 	if (!cp_plan_file_off(pl, addr + field_off, arch->pcrel_size, &off))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx lies outside the file",
 			       pl->img->path, (unsigned long long)addr);
+	current_bytes(pl, off, arch->pcrel_size, field);
 	if (to < CP_PROVISIONAL_CODE && !arch->pcrel_put(field, addr, size, to))
-		return cp_fail(pl->err, CP_E_INPUT, "%s: %#llx cannot reach %#llx with a 32-bit displacement",
-			       pl->img->path, (unsigned long long)addr, (unsigned long long)to);
+		return cp_fail(pl->err, CP_E_INPUT, "%s: %#llx cannot reach %#llx with %s", pl->img->path,
+			       (unsigned long long)addr, (unsigned long long)to, arch->reach);
 	if (cp_plan_add_edit(pl, CP_EDIT_DISP, off, field, arch->pcrel_size, addr, to, what))
 		return pl->err->code;
 	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
@@ -159,8 +189,10 @@ bool cp_plan_field(struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t
 		pl->p->no_encoder = true;
 		return false;
 	}
-	return size <= 8 && pl->img->arch->field_put(bytes, size, value) &&
-	       cp_plan_file_off(pl, insn + field_off, size, off);
+	if (size > 8 || !cp_plan_file_off(pl, insn + field_off, size, off))
+		return false;
+	current_bytes(pl, *off, size, bytes);
+	return pl->img->arch->field_put(bytes, size, value);
 }
 
 static int by_off(const void *a, const void *b)

@@ -352,8 +352,9 @@ static cp_status resolve(struct planner *pl)
 			if (!pl->img->arch->pcrel_put(e->bytes + e->disp_at, e->site,
 						      (unsigned)(e->site_end - e->site), real))
 				return cp_fail(pl->err, CP_E_INPUT,
-					       "%s: %#llx cannot reach the new space at %#llx with a 32-bit displacement",
-					       pl->img->path, (unsigned long long)e->site, (unsigned long long)real);
+					       "%s: %#llx cannot reach the new space at %#llx with %s",
+					       pl->img->path, (unsigned long long)e->site, (unsigned long long)real,
+					       pl->img->arch->reach);
 		} else {
 			memcpy(e->bytes, &real, 8);
 		}

@@ -608,6 +608,30 @@ static cp_status patch_offset(struct planner *pl, const struct cp_blob *b, size_
 	return CP_OK;
 }
 
+/* Every instruction that reaches the blob's start moves to its copy at
+ * `to`: the one that feeds its decoder, and any other (aarch64 builds its
+ * address again for the bytes entries: add x21, x21, #0xa0); one that
+ * reaches inside it is refused (its place in the new blob is not known). */
+static cp_status redirect_blob(struct planner *pl, const struct cp_blob *b, uint64_t to, const char *what)
+{
+	const cp_scan *s = pl->scan;
+	cp_status st = cp_plan_redirect_code(pl, b->code, b->vaddr, to, what);
+	size_t i;
+
+	for (i = 0; !st && i < s->nxrefs; i++) {
+		const struct cp_xref *x = &s->xrefs[i];
+
+		if (x->addr == b->code || x->target < b->vaddr || x->target - b->vaddr >= b->stored_length)
+			continue;
+		if (x->target != b->vaddr)
+			return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx reaches inside string blob "
+				       "%d (+%#llx)", pl->img->path, (unsigned long long)x->addr,
+				       (int)(b - s->blobs), (unsigned long long)(x->target - b->vaddr));
+		st = cp_plan_redirect_code(pl, x->addr, b->vaddr, to, what);
+	}
+	return st;
+}
+
 static cp_status rebuild(struct planner *pl, int bi)
 {
 	const struct cp_blob *b = blob_of(pl, bi);
@@ -659,7 +683,7 @@ static cp_status rebuild(struct planner *pl, int bi)
 			 cp_blob_algo_name(b->algo), (size_t)b->length, total);
 		/* aligned as the compiler aligns the array it replaces (16, ABI) */
 		to = cp_plan_append(pl, enc, enclen, 16, what);
-		st = to ? cp_plan_redirect_code(pl, b->code, b->vaddr, to, what) : cp_plan_oom(pl);
+		st = to ? redirect_blob(pl, b, to, what) : cp_plan_oom(pl);
 	}
 	if (!st)
 		st = patch_totals(pl, b, total, enclen);

@@ -433,8 +433,8 @@ static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uin
 		/* the segments placed on either side of a huge .bss */
 		if (!arch->thunk(cc->bytes + (t - code), t, redirects[i].ctx_arg, ctx, entry, &jump))
 			return cp_fail(f->pl->err, CP_E_INPUT, "%s: the fallback stub's thunk at %#llx cannot reach its "
-				       "context at %#llx with a 32-bit displacement", f->pl->img->path,
-				       (unsigned long long)t, (unsigned long long)ctx);
+				       "context at %#llx with %s", f->pl->img->path,
+				       (unsigned long long)t, (unsigned long long)ctx, arch->reach);
 		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, thunk) + 8 * redirects[i].api, &rel, 8);
 		if (cp_plan_expect(f->pl, t, ctx) || cp_plan_expect(f->pl, jump, entry))
 			return f->pl->err->code;

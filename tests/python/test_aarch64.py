@@ -4,13 +4,13 @@ What `show` reads from each module of the aarch64 corpus is judged three
 ways: by Cython's generated C (the oracle, as for x86-64), by the x86-64
 build of the same C (the same references, names, signatures, layouts and
 notes), and, through `check`, by the emulated aarch64 CPython importing the
-module (test_aarch64_corpus.py's guest). Rewriting aarch64 code is not in
-yet: a retarget that changes only data (names in place, table lengths)
-is written and must import and behave under the emulated CPython as the
-native build of the target layout does; every other change refuses in one
-line, names the file or the wheel member, and leaves nothing behind; a
-wheel whose members need nothing, or only x86-64 members need patching,
-is repaired.
+module (test_aarch64_corpus.py's guest). Every retarget and every fallback
+that is written must import and behave under the emulated CPython as the
+native build of the target layout does (the fallback under both layouts'
+providers); what is refused refuses in one line, names the file or the
+wheel member, and leaves nothing behind, only where the x86-64 build of
+the same C is refused for the same reason or where FALLBACK_REFUSED says;
+the real rmm-cu12 aarch64 wheel is repaired.
 """
 import hashlib
 import json
@@ -137,9 +137,6 @@ def test_check_predicts_what_the_emulated_import_does(entry, imports):
             assert observed in failures, (which, failures, observed)
 
 
-NO_ENCODER = "rewriting aarch64 code is not supported yet"
-
-
 @pytest.fixture(scope="module")
 def retargeted(tmp_path_factory):
     """Every consumer retargeted to the other layout: id -> (process, output,
@@ -156,12 +153,32 @@ def retargeted(tmp_path_factory):
     return done, dict(zip(keys, corpus.run_guest(jobs) if jobs else []))
 
 
+def x86_refusal(entry, mode, tmp_path):
+    """What the x86-64 build of the same C refuses with in mode (the
+    message after its path), or None when it is written."""
+    twin = x86_twin(entry)
+    p = cypatch("--target-layout", mode, "-o", str(tmp_path / "x86.so"), twin["so"])
+    return p.stderr.strip().split(twin["so"] + ": ", 1)[-1] if p.returncode else None
+
+
+def assert_refused_as_x86(entry, p, out, mode, tmp_path):
+    """A refusal in one line, nothing written, for the reason the x86-64
+    build of the same C is refused for."""
+    why = x86_refusal(entry, mode, tmp_path)
+    assert why is not None, p.stderr
+    assert_refused(p, "%s: %s" % (entry["so"], why), out)
+
+
 @pytest.mark.parametrize("entry", CONSUMERS, ids=[e["id"] for e in CONSUMERS])
-def test_retarget_imports_as_the_target_build_or_refuses(entry, retargeted):
+def test_retarget_imports_as_the_target_build_or_refuses(entry, retargeted, tmp_path):
+    """Written (names, lengths and blobs, or through the fallback stub
+    where strings cannot say it): it imports under the target's providers
+    and run() returns what the target's own build returns. Refused: only
+    where the x86-64 build of the same C is, for the same reason."""
     done, ran = retargeted
     p, out, target = done[entry["id"]]
     if p.returncode != 0:
-        assert_refused(p, "%s: %s" % (entry["so"], NO_ENCODER), out)
+        assert_refused_as_x86(entry, p, out, target, tmp_path)
         return
     res = ran[entry["id"]]
     assert res.get("calls", {}).get("run") == ["ok", corpus.EXPECTED[entry["module"]][target]], res
@@ -169,12 +186,15 @@ def test_retarget_imports_as_the_target_build_or_refuses(entry, retargeted):
     assert "nothing to do" in again.stdout + again.stderr and not os.path.exists(out + ".again")
 
 
-def test_some_retargets_are_written():
-    """Cython 0.29 to 3.1 modules that only cimport name shorter modules in
-    the legacy layout: strings in place, no code changed."""
-    written = {e["cython"] for e in CONSUMERS if e["module"] == "cimports" and e["layout"] == "bindings" and
-               "variant" not in e and cypatch("--target-layout", "legacy", "--dry-run", e["so"]).returncode == 0}
-    assert {"0.29.37", "3.0.12", "3.1.8"} <= written, written
+def test_cimports_retargets_are_written_both_ways(retargeted):
+    """Every cimports consumer, each Cython version and variant, is
+    written to the other layout: names in place or moved (the instruction
+    that completes an address becomes an ADR), table and blob lengths,
+    blobs moved (Cython 3.2+)."""
+    done, _ = retargeted
+    refused = sorted(e["id"] for e in CONSUMERS if e["module"] == "cimports" and done[e["id"]][0].returncode)
+    assert refused == [], refused
+    assert {e["cython"] for e in CONSUMERS if e["module"] == "cimports"} == set(A["cythons"])
 
 
 def sha(path):
@@ -186,15 +206,53 @@ ONE_PER_CYTHON = [next(e for e in SEEN if e["cython"] == cy and e["module"] == "
                        and e["layout"] == "bindings") for cy in A["cythons"]]
 
 
-@pytest.mark.parametrize("entry", ONE_PER_CYTHON, ids=[e["id"] for e in ONE_PER_CYTHON])
-def test_fallback_is_refused_in_one_line(entry, tmp_path):
-    """No fallback stub for aarch64 yet."""
-    mode = "fallback"
-    before = sha(entry["so"])
-    out = str(tmp_path / "out.so")
-    p = cypatch("--target-layout", mode, "-o", out, entry["so"])
-    assert_refused(p, "%s: %s" % (entry["so"], NO_ENCODER), out)
-    assert sha(entry["so"]) == before and os.listdir(tmp_path) == []
+# Variants the aarch64 fallback refuses while x86-64 writes them (a listed
+# one that is written fails the test). -fno-plt: the call is adrp; ldr x16,
+# [x16, GOT slot]; blr x16, and the planner redirects only an instruction
+# that calls (x86-64's call [rip+slot]), not the load before the blr.
+FALLBACK_REFUSED = {"noplt": "reads the GOT slot of a function the fallback stub replaces; only calls and "
+                             "jumps can be redirected"}
+
+
+@pytest.fixture(scope="module")
+def fallbacks(tmp_path_factory):
+    """Every consumer patched with the fallback stub: id -> (process,
+    output), and the guest's run() of every output under each layout's
+    providers."""
+    done, keys, jobs = {}, [], []
+    for e in CONSUMERS:
+        out = tmp_path_factory.mktemp("fallback") / os.path.basename(e["so"])
+        p = cypatch("--target-layout", "fallback", "-o", str(out), e["so"])
+        done[e["id"]] = (p, str(out))
+        for layout in ("legacy", "bindings") if p.returncode == 0 else ():
+            keys.append((e["id"], layout))
+            jobs.append(corpus.job(dict(e, so=str(out)), A["providers"][layout], "run"))
+    return done, dict(zip(keys, corpus.run_guest(jobs) if jobs else []))
+
+
+@pytest.mark.parametrize("entry", CONSUMERS, ids=[e["id"] for e in CONSUMERS])
+def test_fallback_binds_under_both_layouts(entry, fallbacks, tmp_path):
+    """The aarch64 stub (arch/aarch64/stub.cmake) and its thunks: the
+    module imports under either layout's providers and run() returns what
+    that layout's own build returns; refused only where x86-64 is."""
+    done, ran = fallbacks
+    p, out = done[entry["id"]]
+    if entry.get("variant") in FALLBACK_REFUSED:
+        assert_refused(p, FALLBACK_REFUSED[entry["variant"]], out)
+        assert entry["so"] in p.stderr
+        return
+    if p.returncode != 0:
+        assert_refused_as_x86(entry, p, out, "fallback", tmp_path)
+        return
+    for layout in ("legacy", "bindings"):
+        res = ran[(entry["id"], layout)]
+        assert res.get("calls", {}).get("run") == ["ok", corpus.EXPECTED[entry["module"]][layout]], (layout, res)
+
+
+def test_the_fallback_is_written_for_every_cython():
+    written = {e["cython"] for e in ONE_PER_CYTHON
+               if cypatch("--target-layout", "fallback", "--dry-run", e["so"]).returncode == 0}
+    assert written == set(A["cythons"]), written
 
 
 def test_a_module_already_in_the_target_layout_needs_nothing(tmp_path):
@@ -306,13 +364,22 @@ def test_repair_copies_an_aarch64_wheel_that_needs_nothing(tmp_path):
     assert sha(str(out / os.path.basename(wheel))) == sha(wheel)
 
 
-def test_repair_refuses_an_aarch64_member_it_would_have_to_rewrite(tmp_path):
+@pytest.mark.parametrize("mode", ["legacy", "fallback"])
+def test_repair_of_the_real_rmm_aarch64_wheel(mode, tmp_path):
+    """rmm-cu12 25.2.0 repaired for cuda-python 12.5.0: both extensions
+    that failed under it (test_check_of_the_real_rmm_aarch64_wheel) are
+    patched through the aarch64 stub (Cython 3.0's string-table lengths
+    leave strings unable to say it), and check under 12.5.0 then predicts
+    that every extension binds; repaired again, nothing to do."""
     wheel = real_wheel("25.2.0")
-    p = cypatch("repair", "-w", str(tmp_path), "-t", "legacy", wheel)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
-    assert "%s: rmm/pylibrmm/device_buffer.cpython-311-aarch64-linux-gnu.so: rewriting aarch64 code is not " \
-           "supported yet" % wheel in p.stderr, p.stderr
-    assert os.listdir(tmp_path) == []
+    p = cypatch("repair", "-w", str(tmp_path / "w"), "-t", mode, wheel, check=0)
+    for name in RMM_BINDINGS:
+        assert name in p.stdout, p.stdout
+    out = str(tmp_path / "w" / os.path.basename(wheel))
+    cypatch("check", "--against", A["cuda_python"]["legacy"]["tree"], out, check=0)
+    cypatch("check", "--against", A["cuda_python"]["bindings"]["tree"], out, check=0)
+    again = cypatch("repair", "-w", str(tmp_path / "again"), "-t", mode, out, check=0)
+    assert "needs nothing" in again.stdout or "nothing to do" in again.stdout, again.stdout
 
 
 def with_member(src, dst, name, data):

@@ -183,7 +183,6 @@ static void test_pcrel_other(void **state)
 	static const uint32_t words[] = {
 		0xd63f0200, /* blr x16 */
 		0xd65f03c0, /* ret */
-		0xd1034352, /* sub x18, x26, #0xd0 */
 		0xd2a24680, /* mov x0, #0x12340000 */
 	};
 	size_t i;
@@ -195,6 +194,74 @@ static void test_pcrel_other(void **state)
 		assert_int_equal(out, 0x5a5a5a5a);
 		refused(words[i], PC, PC + 8);
 	}
+}
+
+/* An instruction completing an address from a register becomes one that
+ * reaches the target alone, into the same register: ADD/SUB -> ADR, LDR
+ * (unsigned offset) -> LDR (literal), through pcrel_put as the planner
+ * calls it. The reach is ADR's and LDR (literal)'s 1 MiB. */
+static const struct {
+	uint32_t word;
+	const char *src;
+	unsigned id; /* what it becomes */
+	int rd;
+} completes[] = {
+	{ 0xd1034352, "sub x18, x26, #0xd0", ARM64_INS_ADR, 18 },
+	{ 0x913c8021, "add x1, x1, #0xf20", ARM64_INS_ADR, 1 },
+	{ 0xf947f610, "ldr x16, [x16, #0xfe8]", ARM64_INS_LDR, 16 },
+	{ 0xb9400420, "ldr w0, [x1, #0x4]", ARM64_INS_LDR, 0 },
+	{ 0xb9800420, "ldrsw x0, [x1, #0x4]", ARM64_INS_LDRSW, 0 },
+};
+
+static void test_standalone(void **state)
+{
+	static const int64_t deltas[] = { 0, 8, -0x100000, 0xffffc };
+	size_t v, t;
+
+	(void)state;
+	for (v = 0; v < N(completes); v++)
+		for (t = 0; t < N(deltas); t++) {
+			uint8_t b[4];
+			struct seen s;
+
+			put(b, completes[v].word);
+			assert_true(cp_a64_pcrel_put(b, PC, 4, PC + (uint64_t)deltas[t]));
+			s = decode(get(b), PC);
+			assert_int_equal(s.id, completes[v].id);
+			assert_int_equal(s.imm, PC + (uint64_t)deltas[t]);
+			assert_int_equal(get(b) & 31, (uint32_t)completes[v].rd);
+			refused(completes[v].word, PC, PC + 0x100000);
+			refused(completes[v].word, PC, PC - 0x100004);
+		}
+	/* LDR (literal) is word-scaled; ADR takes any byte */
+	refused(0xf947f610, PC, PC + 2);
+	{
+		uint8_t b[4];
+
+		put(b, 0x913c8021);
+		assert_true(cp_a64_pcrel_put(b, PC, 4, PC + 3));
+	}
+}
+
+/* Forms that do not complete an address alone, or whose register ADR
+ * cannot write: refused, the word kept. An ADRP is never rewritten alone
+ * (its page serves every instruction that completes it). */
+static void test_standalone_refused(void **state)
+{
+	static const uint32_t words[] = {
+		0x90000010, /* adrp x16, . */
+		0xb1001c83, /* adds x3, x4, #7 */
+		0x11003c20, /* add w0, w1, #0xf */
+		0x910043ff, /* add sp, sp, #0x10 */
+		0x39401c20, /* ldrb w0, [x1, #0x7] */
+		0xb9000420, /* str w0, [x1, #0x4] */
+		0x3dc00420, /* ldr q0, [x1, #0x10] */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N(words); i++)
+		refused(words[i], PC, PC + 0x40);
 }
 
 /* ADRP's companions, with the scale of their immediates. */
@@ -232,14 +299,6 @@ static void test_lo12(void **state)
 				assert_int_equal(s.disp, lo);
 			else
 				assert_int_equal(s.imm, lo);
-			/* and through the table's form */
-			{
-				uint8_t b[4];
-
-				put(b, lo12_vecs[v].word);
-				assert_true(cp_a64_pcrel_put(b, PC, 4, targets[t]));
-				assert_int_equal(get(b), out);
-			}
 		}
 }
 
@@ -317,8 +376,12 @@ static const struct {
 	{ 0xd2a24680, "movz x0, #0x1234, lsl #16", 0xabcd00000000 },
 	{ 0xd2a24680, "movz x0, #0x1234, lsl #16", (int64_t)0x7fff000000000000 },
 	{ 0x52b00003, "movz w3, #0x8000, lsl #16", 0x80000000 },
+	/* MOVZ and MOVN take the value the register gets, and become each other */
 	{ 0x92c24685, "movn x5, #0x1234, lsl #32", 0x42 },
+	{ 0x92c24685, "movn x5, #0x1234, lsl #32", (int64_t)0xffffedcbffffffffull },
 	{ 0x12824685, "movn w5, #0x1234", 0xffff0000 },
+	{ 0x12800b20, "mov w0, #0xffffffa6 (movn w0, #0x59)", 0xffffffb3 },
+	{ 0xd2a24680, "movz x0, #0x1234, lsl #16", -2 },
 	{ 0xf2a24680, "movk x0, #0x1234, lsl #16", 0xbeef0000 },
 	{ 0xf2a24680, "movk x0, #0x1234, lsl #16", 0 },
 	{ 0x729fffe1, "movk w1, #0xffff", 0x42 },
@@ -326,6 +389,21 @@ static const struct {
 	{ 0x39401c20, "ldrb w0, [x1, #0x7]", 0xfff },
 	{ 0xb9000420, "str w0, [x1, #0x4]", 0x3ffc },
 };
+
+/* MOVZ or MOVN (opc 2 or 0 of the move-wide class). */
+static bool movzn(uint32_t w)
+{
+	return (w & 0x1f800000u) == 0x12800000u && ((w >> 29) & 3) != 1 && ((w >> 29) & 3) != 3;
+}
+
+/* The value a MOVZ/MOVN word puts in its register, from the shifted
+ * immediate capstone shows (MOVN's inverted, W's 32 bits). */
+static uint64_t register_value(uint32_t w, uint64_t shown)
+{
+	uint64_t v = ((w >> 29) & 3) == 0 ? ~shown : shown;
+
+	return w >> 31 ? v : v & 0xffffffffull;
+}
 
 static void test_imm(void **state)
 {
@@ -338,14 +416,21 @@ static void test_imm(void **state)
 		struct seen s;
 
 		assert_true(cp_a64_imm(imm_ok[i].word, imm_ok[i].value, &out));
-		/* the operation and its registers are kept */
-		assert_int_equal(out & 0xff80001f, imm_ok[i].word & 0xff80001f);
 		s = decode(out, PC);
-		assert_int_equal(s.id, decode(imm_ok[i].word, PC).id);
-		if (s.has_mem)
-			assert_int_equal(s.disp, imm_ok[i].value);
-		else
-			assert_int_equal(s.imm, (uint64_t)imm_ok[i].value);
+		if (movzn(imm_ok[i].word)) {
+			/* the width and register are kept; the register gets the value */
+			assert_int_equal(out & 0x8000001f, imm_ok[i].word & 0x8000001f);
+			assert_true(movzn(out));
+			assert_int_equal(register_value(out, s.imm), (uint64_t)imm_ok[i].value);
+		} else {
+			/* the operation and its registers are kept */
+			assert_int_equal(out & 0xff80001f, imm_ok[i].word & 0xff80001f);
+			assert_int_equal(s.id, decode(imm_ok[i].word, PC).id);
+			if (s.has_mem)
+				assert_int_equal(s.disp, imm_ok[i].value);
+			else
+				assert_int_equal(s.imm, (uint64_t)imm_ok[i].value);
+		}
 		put(b, imm_ok[i].word);
 		assert_true(cp_a64_field_put(b, 4, imm_ok[i].value));
 		assert_int_equal(get(b), out);
@@ -362,7 +447,9 @@ static const struct {
 	{ 0x913c8021, "add x1, x1, #0xf20", -1 },
 	{ 0xf100141f, "cmp x0, #5", -5 },
 	{ 0xd2a24680, "movz x0, #0x1234, lsl #16", 0x10001 },
+	{ 0xd2a24680, "movz x0, #0x1234, lsl #16", (int64_t)0xffff0000ffff0000ull },
 	{ 0x52b00003, "movz w3, #0x8000, lsl #16", 0x100000000 },
+	{ 0x12800b20, "movn w0, #0x59", 0xfff0fff0 },
 	{ 0xf2a24680, "movk x0, #0x1234, lsl #16", 0xbeef },
 	{ 0xf2a24680, "movk x0, #0x1234, lsl #16", 0x1beef0000 },
 	{ 0xf947f610, "ldr x16, [x16, #0xfe8]", 0x8000 },
@@ -550,6 +637,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pcrel_reencode), cmocka_unit_test(test_pcrel_alignment),
 		cmocka_unit_test(test_pcrel_bytes),    cmocka_unit_test(test_pcrel_other),
+		cmocka_unit_test(test_standalone), cmocka_unit_test(test_standalone_refused),
 		cmocka_unit_test(test_lo12),           cmocka_unit_test(test_lo12_refused),
 		cmocka_unit_test(test_adrp_pair),      cmocka_unit_test(test_imm),
 		cmocka_unit_test(test_imm_refused),    cmocka_unit_test(test_branch_rewrite),

@@ -57,6 +57,10 @@ void cp_a64_dis_close(cp_dis *d);
 bool cp_a64_dis_next(cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr);
 bool cp_a64_insn_pcrel(const cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64_t *target);
 bool cp_a64_insn_reaches(const cp_dis *d, uint64_t *target);
+bool cp_a64_insn_completes(const cp_dis *d);
+/* A register set to a constant (movz, movn, mov #imm, mov of the zero
+ * register), as the whole x register holds it. */
+bool cp_a64_constant(const cs_insn *in, int8_t *reg, uint64_t *v);
 bool cp_a64_insn_immediate(const cp_dis *d, uint8_t *off, uint8_t *size, int64_t *value);
 bool cp_a64_insn_is_cmp_reg_imm(const cp_dis *d);
 unsigned cp_a64_insn_operand_size(const cp_dis *d);
@@ -69,9 +73,6 @@ bool cp_a64_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr);
 /* The registers in writes, a bit each (x0..x30, sp; a write-back base
  * too); all when capstone cannot tell. */
 uint32_t cp_a64_writes(csh h, const cs_insn *in);
-/* A register set to a constant (movz, movn, mov #imm, mov of the zero
- * register), as the whole x register holds it. */
-bool cp_a64_constant(const cs_insn *in, int8_t *reg, uint64_t *v);
 void cp_a64_insn_facts(const cp_dis *d, struct cp_insn_facts *f);
 void cp_a64_insn_flow(const cp_dis *d, struct cp_insn_facts *f);
 

@@ -7,6 +7,7 @@
  * size 4) and the arch's encoders take the whole word.
  */
 #include "arch/aarch64/aarch64.h"
+#include "arch/aarch64/encode.h"
 #include "util/error.h"
 
 #include <stdlib.h>
@@ -140,6 +141,46 @@ bool cp_a64_insn_pcrel(const cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64
 	return true;
 }
 
+/* movz, movn, mov #imm, mov of the zero register: the value the whole x
+ * register gets (aarch64.h). */
+bool cp_a64_constant(const cs_insn *in, int8_t *reg, uint64_t *out)
+{
+	const cs_arm64 *a = &in->detail->arm64;
+	const cs_arm64_op *d = &a->operands[0], *s = &a->operands[1];
+	uint64_t v;
+
+	if (a->op_count != 2 || d->type != ARM64_OP_REG || cp_a64_reg(d->reg) < 0 || cp_a64_reg(d->reg) == A64_SP)
+		return false;
+	if ((in->id == ARM64_INS_MOVZ || in->id == ARM64_INS_MOV) && s->type == ARM64_OP_IMM)
+		v = s->shift.type == ARM64_SFT_LSL ? (uint64_t)s->imm << s->shift.value : (uint64_t)s->imm;
+	else if (in->id == ARM64_INS_MOVN && s->type == ARM64_OP_IMM)
+		v = ~(s->shift.type == ARM64_SFT_LSL ? (uint64_t)s->imm << s->shift.value : (uint64_t)s->imm);
+	else if (in->id == ARM64_INS_MOV && s->type == ARM64_OP_REG &&
+		 (s->reg == ARM64_REG_XZR || s->reg == ARM64_REG_WZR))
+		v = 0;
+	else
+		return false;
+	if (!cp_a64_is_x(d->reg))
+		v &= 0xffffffffull; /* a w write clears the upper half */
+	*reg = (int8_t)cp_a64_reg(d->reg);
+	*out = v;
+	return true;
+}
+
+/* The forms cp_a64_standalone rewrites: whether it takes the word (to
+ * its own address, always in reach). */
+bool cp_a64_insn_completes(const cp_dis *d)
+{
+	const cs_insn *in = a64_dis(d)->insn;
+	uint32_t w, out;
+
+	if (in->size != A64_INSN)
+		return false;
+	w = (uint32_t)in->bytes[0] | (uint32_t)in->bytes[1] << 8 | (uint32_t)in->bytes[2] << 16 |
+	    (uint32_t)in->bytes[3] << 24;
+	return cp_a64_standalone(w, in->address, in->address, &out);
+}
+
 bool cp_a64_insn_reaches(const cp_dis *d, uint64_t *target)
 {
 	const cs_insn *in = a64_dis(d)->insn;
@@ -170,8 +211,10 @@ bool cp_a64_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
 	return addr >= end;
 }
 
-/* MOVZ/MOVN/MOVK's imm16 (value shifted into place), ADD/SUB/CMP/CMN's
- * imm12 (shifted by its LSL #12): the word holds the field. */
+/* MOVZ/MOVN/MOV's value, as the register gets it (MOVN's inverted, a W
+ * register's zero-extended: what a store of it writes); MOVK's imm16
+ * shifted into place; ADD/SUB/CMP/CMN's imm12 (shifted by its LSL #12).
+ * The word holds the field. */
 bool cp_a64_insn_immediate(const cp_dis *d, uint8_t *imm_off, uint8_t *imm_size, int64_t *value)
 {
 	const cs_insn *in = a64_dis(d)->insn;
@@ -189,6 +232,14 @@ bool cp_a64_insn_immediate(const cp_dis *d, uint8_t *imm_off, uint8_t *imm_size,
 		return false;
 	op = &a->operands[a->op_count - 1];
 	*value = op->shift.type == ARM64_SFT_LSL ? (int64_t)((uint64_t)op->imm << op->shift.value) : op->imm;
+	if (in->id == ARM64_INS_MOVZ || in->id == ARM64_INS_MOVN || in->id == ARM64_INS_MOV) {
+		int8_t reg;
+		uint64_t v;
+
+		if (!cp_a64_constant(in, &reg, &v))
+			return false;
+		*value = (int64_t)v;
+	}
 	*imm_off = 0;
 	*imm_size = A64_INSN;
 	return true;

@@ -34,8 +34,6 @@
 #define BLR_OP 0xd63f0000u
 #define BL_WORD 0x94000000u
 #define B_WORD 0x14000000u
-#define ADRP_X 0x90000000u      /* adrp x0, . */
-#define ADD_X 0x91000000u       /* add x0, x0, #0 */
 #define BRK_0 0xd4200000u
 
 #define MOVN 0u
@@ -162,30 +160,55 @@ static bool addsub_imm(uint32_t insn, uint64_t v, uint32_t *out)
 	return true;
 }
 
-/* MOVZ, MOVN: the lowest hw that holds v; MOVK: its own hw. */
+/* The hw (0..nhw-1) whose 16 bits hold all of v, or -1. */
+static int movw_hw(uint64_t v, unsigned nhw)
+{
+	unsigned hw;
+
+	for (hw = 0; hw < nhw; hw++)
+		if (!(v & ~((uint64_t)0xffff << 16 * hw)))
+			return (int)hw;
+	return -1;
+}
+
+/* MOVZ, MOVN: v is the value the register gets, made by MOVZ or else by
+ * MOVN (the operation may change between them); MOVK: v is imm16 << 16 *
+ * hw, its own hw kept (it replaces those bits only). */
 static bool movw_imm(uint32_t insn, uint64_t v, uint32_t *out)
 {
-	unsigned opc = (insn >> 29) & 3, hw = (insn >> 21) & 3, nhw = insn >> 31 ? 4 : 2;
+	unsigned opc = (insn >> 29) & 3, nhw = insn >> 31 ? 4 : 2;
+	uint64_t width = nhw == 4 ? ~0ull : 0xffffffffull;
+	int hw;
 
-	if (opc != MOVN && opc != MOVZ && opc != MOVK)
+	if (opc == MOVK) {
+		hw = (int)((insn >> 21) & 3);
+		if (v & ~((uint64_t)0xffff << 16 * hw))
+			return false;
+	} else if (opc != MOVN && opc != MOVZ) {
 		return false;
-	if (opc != MOVK)
-		for (hw = 0; hw + 1 < nhw && v >> 16 * hw > 0xffff; hw++)
-			;
-	if (hw >= nhw || v & ~((uint64_t)0xffff << 16 * hw))
+	} else if (v & ~width) {
 		return false;
-	*out = (insn & ~(3u << 21 | 0xffffu << 5)) | hw << 21 | (uint32_t)(v >> 16 * hw) << 5;
+	} else if ((hw = movw_hw(v, nhw)) >= 0) {
+		opc = MOVZ;
+	} else if ((hw = movw_hw(~v & width, nhw)) >= 0) {
+		opc = MOVN;
+		v = ~v & width;
+	} else {
+		return false;
+	}
+	*out = (insn & ~(3u << 29 | 3u << 21 | 0xffffu << 5)) | opc << 29 | (uint32_t)hw << 21 |
+	       (uint32_t)((v >> 16 * hw) & 0xffff) << 5;
 	return true;
 }
 
 bool cp_a64_imm(uint32_t insn, int64_t value, uint32_t *out)
 {
+	if ((insn & MOVW_MASK) == MOVW_OP)
+		return movw_imm(insn, (uint64_t)value, out);
 	if (value < 0)
 		return false;
 	if ((insn & ADDSUB_MASK) == ADDSUB_OP)
 		return addsub_imm(insn, (uint64_t)value, out);
-	if ((insn & MOVW_MASK) == MOVW_OP)
-		return movw_imm(insn, (uint64_t)value, out);
 	if ((insn & LDST_MASK) == LDST_OP)
 		return ldst_offset(insn, (uint64_t)value, out);
 	return false;
@@ -203,11 +226,30 @@ bool cp_a64_adrp_pair(uint8_t adrp[4], uint64_t adrp_pc, uint8_t lo[4], uint64_t
 	return true;
 }
 
+bool cp_a64_standalone(uint32_t insn, uint64_t pc, uint64_t target, uint32_t *out)
+{
+	unsigned rd = insn & 31;
+
+	/* ADD/SUB xD, xN, #imm, 64-bit, no flags: ADR xD (31 is sp there,
+	 * xzr in ADR) */
+	if ((insn & ADDSUB_MASK) == ADDSUB_OP && insn >> 31 && !(insn & 1u << 29))
+		return rd != 31 && adr(ADR_OP | rd, pc, target, out);
+	/* LDR xT / wT / LDRSW xT, [xN, #imm]: LDR (literal), opc 1, 0, 2 */
+	switch (insn & 0xffc00000u) {
+	case 0xf9400000u: return word_offset(LDLIT_OP | 1u << 30 | rd, pc, target, 5, 19, out);
+	case 0xb9400000u: return word_offset(LDLIT_OP | rd, pc, target, 5, 19, out);
+	case 0xb9800000u: return word_offset(LDLIT_OP | 2u << 30 | rd, pc, target, 5, 19, out);
+	default: return false;
+	}
+}
+
 bool cp_a64_pcrel_put(uint8_t *field, uint64_t insn, unsigned insn_size, uint64_t target)
 {
 	uint32_t w = get_word(field), nw;
 
-	if (insn_size != 4 || (!cp_a64_pcrel(w, insn, target, &nw) && !cp_a64_lo12(w, target, &nw)))
+	/* an ADRP's page serves every instruction that completes it */
+	if (insn_size != 4 || (w & ADR_MASK) == ADRP_OP ||
+	    (!cp_a64_pcrel(w, insn, target, &nw) && !cp_a64_standalone(w, insn, target, &nw)))
 		return false;
 	put_word(field, nw);
 	return true;
@@ -248,15 +290,16 @@ bool cp_a64_branch_rewrite(const uint8_t *insn, unsigned len, uint8_t *out, uint
 bool cp_a64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_t entry,
 		  uint64_t *jump)
 {
-	uint32_t adrp, add, b;
+	uint32_t adr, b;
 
-	if (arg > 7 || !cp_a64_pcrel(ADRP_X | arg, at, ctx, &adrp) ||
-	    !cp_a64_lo12(ADD_X | arg << 5 | arg, ctx, &add) || !cp_a64_pcrel(B_WORD, at + 8, entry, &b))
+	/* ADR, not ADRP + ADD: one instruction that reaches ctx, which the
+	 * check decodes back (the stub's context lies beside its code) */
+	if (arg > 7 || !cp_a64_pcrel(ADR_OP | arg, at, ctx, &adr) || !cp_a64_pcrel(B_WORD, at + 4, entry, &b))
 		return false;
-	put_word(out, adrp);
-	put_word(out + 4, add);
-	put_word(out + 8, b);
+	put_word(out, adr);
+	put_word(out + 4, b);
+	put_word(out + 8, BRK_0);
 	put_word(out + 12, BRK_0);
-	*jump = at + 8;
+	*jump = at + 4;
 	return true;
 }

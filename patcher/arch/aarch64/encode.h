@@ -14,7 +14,7 @@
 #include "arch/arch.h"
 
 #define CP_A64_PCREL_SIZE 4  /* the field is the whole instruction */
-#define CP_A64_THUNK_SIZE 16 /* adrp, add, b, brk #0 */
+#define CP_A64_THUNK_SIZE 16 /* adr, b, brk #0, brk #0 */
 
 /* PC-relative forms: ADR (+-1 MiB), ADRP (+-4 GiB of pages), B and BL
  * (imm26, +-128 MiB), B.cond, CBZ, CBNZ and LDR/LDRSW/PRFM (literal,
@@ -37,13 +37,14 @@ bool cp_a64_lo12(uint32_t insn, uint64_t target, uint32_t *out);
  * cp_a64_insn_displacement report it so):
  *   ADD, ADDS, SUB, SUBS (so CMP, CMN) immediate: imm12 or imm12 << 12,
  *     the shift chosen to fit (LSL #12 only when the low 12 bits are 0);
- *   MOVZ, MOVN: imm16 << 16 * hw, hw chosen to fit (0..1 for W, 0..3 for
- *     X); MOVN's value is the one before its inversion, as capstone shows;
+ *   MOVZ, MOVN: the value the register gets (zero-extended for W, as
+ *     cp_a64_insn_immediate reports it), made by MOVZ when one 16-bit
+ *     part holds it, else by MOVN: the operation may change between them;
  *   MOVK: imm16 << 16 * hw, its hw kept (hw says which bits it replaces);
  *   LDR/STR... (unsigned offset): the byte offset, a multiple of the
  *     access size below 4096 times it.
- * The operation, registers and width are kept; false for another form, a
- * negative value, or one that does not fit. */
+ * The registers and width are kept; false for another form, a negative
+ * value (but MOVZ/MOVN's, a bit pattern), or one that does not fit. */
 bool cp_a64_imm(uint32_t insn, int64_t value, uint32_t *out);
 
 /* ADRP (at adrp_pc) and its companion (cp_a64_lo12, based on the register
@@ -51,12 +52,20 @@ bool cp_a64_imm(uint32_t insn, int64_t value, uint32_t *out);
  * neither. The companion's address does not matter (:lo12: is absolute). */
 bool cp_a64_adrp_pair(uint8_t adrp[4], uint64_t adrp_pc, uint8_t lo[4], uint64_t target);
 
-/* For struct cp_arch (proposed contract: field holds the instruction's 4
- * bytes on entry, rewritten in place; arch.h's x86 contract writes the
- * field whole, so a planner that copies the old bytes in first serves
- * both). pcrel_put: insn_size must be 4; the PC-relative forms of
- * cp_a64_pcrel and the companions of cp_a64_lo12 (each the instruction's
- * part in reaching target). field_put: size must be 4; cp_a64_imm. */
+/* An instruction that completes an address from a register, insn at pc,
+ * as one that yields target by itself, into the same register: ADD or SUB
+ * (immediate, 64-bit, no flags, not into sp) becomes ADR (+-1 MiB); LDR
+ * xT, LDR wT and LDRSW xT with an unsigned offset become LDR (literal)
+ * (+-1 MiB, target 4-aligned). The register it read keeps its value for
+ * whatever else uses it (an ADRP's page, a neighbour string's address).
+ * False for another form or a target out of reach. */
+bool cp_a64_standalone(uint32_t insn, uint64_t pc, uint64_t target, uint32_t *out);
+
+/* For struct cp_arch (arch.h: the field holds the instruction's 4 bytes
+ * on entry, rewritten in place). pcrel_put: insn_size must be 4; the
+ * PC-relative forms of cp_a64_pcrel but ADRP (its page is shared by the
+ * instructions that complete it), and the completions of
+ * cp_a64_standalone. field_put: size must be 4; cp_a64_imm. */
 bool cp_a64_pcrel_put(uint8_t *field, uint64_t insn, unsigned insn_size, uint64_t target);
 bool cp_a64_field_put(uint8_t *field, unsigned size, int64_t value);
 
@@ -68,10 +77,10 @@ bool cp_a64_branch_rewrite(const uint8_t *insn, unsigned len, uint8_t *out, uint
 			   uint8_t *branch_size);
 
 /* The fallback thunk at address at (out, CP_A64_THUNK_SIZE bytes):
- *     adrp xA, ctx; add xA, xA, #:lo12:ctx; b entry; brk #0
- * with xA argument register arg (0..7); *jump = at + 8, where the b sits.
- * False, out untouched, for arg > 7, at not 4-aligned, ctx beyond ADRP's
- * +-4 GiB or entry beyond B's +-128 MiB (or not 4-aligned). */
+ *     adr xA, ctx; b entry; brk #0; brk #0
+ * with xA argument register arg (0..7); *jump = at + 4, where the b sits.
+ * False, out untouched, for arg > 7, at not 4-aligned, ctx beyond ADR's
+ * +-1 MiB or entry beyond B's +-128 MiB (or not 4-aligned). */
 bool cp_a64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_t entry,
 		  uint64_t *jump);
 

@@ -139,29 +139,6 @@ static void stack(const cs_insn *in, struct cp_stack_facts *o)
 	}
 }
 
-bool cp_a64_constant(const cs_insn *in, int8_t *reg, uint64_t *out)
-{
-	const cs_arm64 *a = &in->detail->arm64;
-	const cs_arm64_op *d = &a->operands[0], *s = &a->operands[1];
-	uint64_t v;
-
-	if (a->op_count != 2 || d->type != ARM64_OP_REG || cp_a64_reg(d->reg) < 0 || cp_a64_reg(d->reg) == A64_SP)
-		return false;
-	if ((in->id == ARM64_INS_MOVZ || in->id == ARM64_INS_MOV) && s->type == ARM64_OP_IMM)
-		v = s->shift.type == ARM64_SFT_LSL ? (uint64_t)s->imm << s->shift.value : (uint64_t)s->imm;
-	else if (in->id == ARM64_INS_MOVN && s->type == ARM64_OP_IMM)
-		v = ~(s->shift.type == ARM64_SFT_LSL ? (uint64_t)s->imm << s->shift.value : (uint64_t)s->imm);
-	else if (in->id == ARM64_INS_MOV && s->type == ARM64_OP_REG &&
-		 (s->reg == ARM64_REG_XZR || s->reg == ARM64_REG_WZR))
-		v = 0;
-	else
-		return false;
-	if (!cp_a64_is_x(d->reg))
-		v &= 0xffffffffull; /* a w write clears the upper half */
-	*reg = (int8_t)cp_a64_reg(d->reg);
-	*out = v;
-	return true;
-}
 
 /* Copies between x registers, ADR/ADRP's address, literal loads, and
  * cbz/cbnz's register. */

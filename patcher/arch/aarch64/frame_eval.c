@@ -33,6 +33,11 @@ struct aval {
 			  * (sbfiz x1, x23, #2, #32 before ldrb w0, [x27, x1]) */
 	bool indexed;    /* K_ADDR: v plus an unknown index (add x1, x24, x23,
 			  * lsl #3: x86-64's [base + index * 8] made apart) */
+	uint64_t va;     /* K_BITS: the read-only data it was loaded from as it
+			  * is (ldp x4, x5, [x24, #112] of a template), or 0;
+			  * only reg_load sets it, reg_write clears it */
+	uint64_t slot;   /* the 8 bytes at this address, loaded whole (a GOT
+			  * slot for a call through blr, -fno-plt), or 0; as va */
 };
 
 struct vreg {
@@ -52,11 +57,11 @@ struct eval {
 	const cs_insn *in;
 };
 
-static const struct aval unknown = { K_BITS, 0, 0, 0, 0, 0, false };
+static const struct aval unknown = { K_BITS, 0, 0, 0, 0, 0, false, 0, 0 };
 
 static struct aval bits(uint64_t v, uint64_t known)
 {
-	struct aval a = { K_BITS, v & known, known, 0, 0, 0, false };
+	struct aval a = { K_BITS, v & known, known, 0, 0, 0, false, 0, 0 };
 
 	return a;
 }
@@ -91,7 +96,7 @@ static void mem_write(struct eval *e, int64_t off, unsigned size, struct aval a)
 		v[i] = (uint8_t)(a.v >> (8 * i));
 		k[i] = (uint8_t)(a.known >> (8 * i));
 	}
-	mem_write_bytes(e, off, v, k, size > 8 ? 8 : size, 0, a.imm ? a.imm : a.origin);
+	mem_write_bytes(e, off, v, k, size > 8 ? 8 : size, a.va, a.imm ? a.imm : a.origin);
 }
 
 static void mem_forget(struct eval *e, int64_t off, unsigned size)
@@ -178,7 +183,21 @@ static void reg_write(struct eval *e, arm64_reg r, struct aval a)
 	}
 	if (!a.origin && e->in)
 		a.origin = e->in->address;
+	a.va = a.slot = 0;
 	e->reg[k] = a;
+}
+
+/* A register loaded from the address at (8 bytes whole: slot), from
+ * read-only data as the file holds it (va), or from neither (0). */
+static void reg_load(struct eval *e, arm64_reg r, struct aval a, uint64_t va, uint64_t slot)
+{
+	int k = cp_a64_reg(r);
+
+	reg_write(e, r, a);
+	if (k >= 0) {
+		e->reg[k].va = va;
+		e->reg[k].slot = slot;
+	}
 }
 
 /* --- what the scan reads back ----------------------------------------- */
@@ -444,7 +463,8 @@ static void load_one(struct eval *e, arm64_reg r, const struct aval *at, int64_t
 	p = at->kind == K_ADDR && !at->indexed && width <= 8 ? rodata(e, at->v + (uint64_t)off, width) : NULL;
 	if (p)
 		memcpy(&v, p, width);
-	reg_write(e, r, p ? bits(v, size_mask(width)) : unknown);
+	reg_load(e, r, p ? bits(v, size_mask(width)) : unknown, p ? at->v + (uint64_t)off : 0,
+		 at->kind == K_ADDR && !at->indexed && width == 8 ? at->v + (uint64_t)off : 0);
 }
 
 static void do_load(struct eval *e, const cs_arm64 *a)
@@ -454,7 +474,7 @@ static void do_load(struct eval *e, const cs_arm64 *a)
 	int i;
 
 	if (cp_a64_pc_target(e->in, &lit)) {
-		struct aval at = { K_ADDR, lit, 0, 0, 0, 0, false };
+		struct aval at = { K_ADDR, lit, 0, 0, 0, 0, false, 0, 0 };
 
 		load_one(e, a->operands[0].reg, &at, 0, access_width(e->in->id, a->operands[0].reg));
 		return;
@@ -593,7 +613,11 @@ static void do_mov(struct eval *e, const cs_arm64 *a, unsigned id)
 		v = operand(e, &a->operands[1]);
 		if (id == ARM64_INS_MOVN && v.kind == K_BITS)
 			v.v = ~v.v;
-		reg_write(e, a->operands[0].reg, v);
+		/* mov x27, x2: the same value, loaded from where x2 was */
+		if (a->operands[1].type == ARM64_OP_REG && reg_size(a->operands[0].reg) == 8)
+			reg_load(e, a->operands[0].reg, v, v.va, v.slot);
+		else
+			reg_write(e, a->operands[0].reg, v);
 		return;
 	}
 	d = reg_read(e, a->operands[0].reg);
@@ -675,6 +699,9 @@ static void do_call(struct eval *e)
 
 	if (cp_a64_direct_target(e->in, &target))
 		name = cp_image_plt_name(e->img, target);
+	else if (e->in->detail->arm64.op_count == 1 && cp_a64_reg(e->in->detail->arm64.operands[0].reg) >= 0 &&
+		 e->reg[cp_a64_reg(e->in->detail->arm64.operands[0].reg)].slot)
+		name = cp_image_got_name(e->img, e->reg[cp_a64_reg(e->in->detail->arm64.operands[0].reg)].slot); /* -fno-plt */
 	note_call(e, target, name);
 	if (name)
 		note_arglen(e, name);
@@ -722,9 +749,11 @@ static void enter_block(struct eval *e, const struct a64_entry *b)
 		if (e->reg[r].kind == K_FRAME)
 			continue;
 		if (v->kind == CP_V_ADDR)
-			e->reg[r] = (struct aval){ K_ADDR, v->v, 0, v->origin, 0, 0, false };
+			e->reg[r] = (struct aval){ K_ADDR, v->v, 0, v->origin, 0, 0, false, 0, 0 };
 		else if (v->kind == CP_V_IMM)
-			e->reg[r] = (struct aval){ K_BITS, v->v, ~0ull, v->origin, v->origin, 0, false };
+			e->reg[r] = (struct aval){ K_BITS, v->v, ~0ull, v->origin, v->origin, 0, false, 0, 0 };
+		else if (v->kind == CP_V_LOAD) /* what blr calls (-fno-plt) */
+			e->reg[r] = (struct aval){ K_BITS, 0, 0, v->origin, 0, 0, false, 0, v->v };
 	}
 }
 
@@ -792,7 +821,7 @@ static bool step_data(struct eval *e, const cs_insn *in, const cs_arm64 *a)
 	case ARM64_INS_ADRP: case ARM64_INS_ADR:
 		if (!cp_a64_pc_target(in, &t))
 			return false;
-		reg_write(e, a->operands[0].reg, (struct aval){ K_ADDR, t, 0, in->address, 0, 0, false });
+		reg_write(e, a->operands[0].reg, (struct aval){ K_ADDR, t, 0, in->address, 0, 0, false, 0, 0 });
 		if (in->id == ARM64_INS_ADR)
 			note_lea(e, t);
 		return true;

@@ -5,6 +5,7 @@
  * aarch64 module that needs code changed (no pcrel_put).
  */
 #include "arch/aarch64/aarch64.h"
+#include "arch/aarch64/encode.h"
 #include <elf.h>
 
 static enum cp_reloc_kind reloc_kind(uint32_t type)
@@ -86,4 +87,14 @@ const struct cp_arch cp_arch_aarch64 = {
 	.calls_nothing = cp_a64_calls_nothing,
 	.code_walk = cp_a64_code_walk,
 	.frame_eval = cp_a64_frame_eval,
+
+	.pcrel_size = CP_A64_PCREL_SIZE,
+	.pcrel_put = cp_a64_pcrel_put,
+	.reach = "one instruction (ADR and LDR: 1 MiB; B and BL: 128 MiB)",
+	.insn_completes = cp_a64_insn_completes,
+	.field_put = cp_a64_field_put,
+	.branch_rewrite = cp_a64_branch_rewrite,
+	.thunk_size = CP_A64_THUNK_SIZE,
+	.thunk = cp_a64_thunk,
+	.stub = &cp_stub_aarch64,
 };

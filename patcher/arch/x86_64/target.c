@@ -76,6 +76,7 @@ const struct cp_arch cp_arch_x86_64 = {
 	.frame_eval = cp_x86_frame_eval,
 
 	.pcrel_size = CP_X86_64_PCREL_SIZE,
+	.reach = "a 32-bit displacement",
 	.pcrel_put = cp_x86_64_pcrel_put,
 	.field_put = cp_x86_64_field_put,
 	.branch_rewrite = cp_x86_64_branch_rewrite,
