@@ -541,34 +541,36 @@ static void test_branch_refused(void **state)
 }
 
 /* The linker's words for the same thunks:
- *     adrp x1, ctx; add x1, x1, :lo12:ctx; b entry; brk #0
+ *     adr x1, ctx; b entry; brk #0; brk #0
  * at 0x10000 with ctx 0x25010, entry 0x11000, and (x5) at 0x10010 with
- * ctx 0x8230, entry 0x8000 (aarch64-linux-gnu-ld.bfd -Ttext=0x10000). */
+ * ctx 0x8230, entry 0x8000 (aarch64-linux-gnu-ld.bfd -Ttext=0x10000
+ * --defsym for the targets). */
 static void test_thunk_bytes(void **state)
 {
-	static const uint32_t want1[4] = { 0xb00000a1, 0x91004021, 0x140003fe, 0xd4200000 };
-	static const uint32_t want2[4] = { 0x90ffffc5, 0x9108c0a5, 0x17ffdffa, 0xd4200000 };
+	static const uint32_t want1[4] = { 0x100a8081, 0x140003ff, 0xd4200000, 0xd4200000 };
+	static const uint32_t want2[4] = { 0x10fc1105, 0x17ffdffb, 0xd4200000, 0xd4200000 };
 	uint8_t out[CP_A64_THUNK_SIZE];
 	uint64_t jump = 0;
 	int i;
 
 	(void)state;
 	assert_true(cp_a64_thunk(out, 0x10000, 1, 0x25010, 0x11000, &jump));
-	assert_int_equal(jump, 0x10008);
+	assert_int_equal(jump, 0x10004);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(get(out + 4 * i), want1[i]);
 	assert_true(cp_a64_thunk(out, 0x10010, 5, 0x8230, 0x8000, &jump));
-	assert_int_equal(jump, 0x10018);
+	assert_int_equal(jump, 0x10014);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(get(out + 4 * i), want2[i]);
 }
 
-/* Every argument register, at the edges of ADRP's and B's reach. */
+/* Every argument register, at the edges of ADR's and B's reach: the ADR
+ * decodes back to the context itself (what the check asks of it). */
 static void test_thunk(void **state)
 {
 	static const uint64_t at = 0x200000010ull;
-	const uint64_t ctxs[] = { PAGE_OF(at) + GIB - 1, PAGE_OF(at) - GIB, at + 0x1230 };
-	const uint64_t entries[] = { at + 8 + (1 << 27) - 4, at + 8 - (1 << 27), at - 0x800 };
+	const uint64_t ctxs[] = { at + 0xfffff, at - 0x100000, at + 0x1231 };
+	const uint64_t entries[] = { at + 4 + (1 << 27) - 4, at + 4 - (1 << 27), at - 0x800 };
 	unsigned arg;
 	size_t k;
 
@@ -580,18 +582,15 @@ static void test_thunk(void **state)
 			struct seen s;
 
 			assert_true(cp_a64_thunk(out, at, arg, ctxs[k], entries[k], &jump));
-			assert_int_equal(jump, at + 8);
+			assert_int_equal(jump, at + 4);
 			s = decode(get(out), at);
-			assert_int_equal(s.id, ARM64_INS_ADRP);
-			assert_int_equal(s.imm, PAGE_OF(ctxs[k]));
+			assert_int_equal(s.id, ARM64_INS_ADR);
+			assert_int_equal(s.imm, ctxs[k]);
 			assert_int_equal(get(out) & 31, arg);
-			s = decode(get(out + 4), at + 4);
-			assert_int_equal(s.id, ARM64_INS_ADD);
-			assert_int_equal(s.imm, ctxs[k] & 0xfff);
-			assert_int_equal(get(out + 4) & 0x3ff, arg << 5 | arg);
-			s = decode(get(out + 8), jump);
+			s = decode(get(out + 4), jump);
 			assert_int_equal(s.id, ARM64_INS_B);
 			assert_int_equal(s.imm, entries[k]);
+			assert_int_equal(decode(get(out + 8), at + 8).id, ARM64_INS_BRK);
 			assert_int_equal(decode(get(out + 12), at + 12).id, ARM64_INS_BRK);
 		}
 }
@@ -606,10 +605,10 @@ static void test_thunk_refused(void **state)
 	memset(out, 0xaa, sizeof(out));
 	memcpy(kept, out, sizeof(out));
 	assert_false(cp_a64_thunk(out, at, 8, at + 0x100, at + 0x200, &jump));     /* no x8 */
-	assert_false(cp_a64_thunk(out, at, 0, PAGE_OF(at) + GIB, at + 0x200, &jump));
-	assert_false(cp_a64_thunk(out, at, 0, PAGE_OF(at) - GIB - 1, at + 0x200, &jump));
-	assert_false(cp_a64_thunk(out, at, 0, at + 0x100, at + 8 + (1 << 27), &jump));
-	assert_false(cp_a64_thunk(out, at, 0, at + 0x100, at + 8 - (1 << 27) - 4, &jump));
+	assert_false(cp_a64_thunk(out, at, 0, at + 0x100000, at + 0x200, &jump));  /* beyond ADR */
+	assert_false(cp_a64_thunk(out, at, 0, at - 0x100001, at + 0x200, &jump));
+	assert_false(cp_a64_thunk(out, at, 0, at + 0x100, at + 4 + (1 << 27), &jump));
+	assert_false(cp_a64_thunk(out, at, 0, at + 0x100, at + 4 - (1 << 27) - 4, &jump));
 	assert_false(cp_a64_thunk(out, at, 0, at + 0x100, at + 0x202, &jump));     /* misaligned entry */
 	assert_false(cp_a64_thunk(out, at + 2, 0, at + 0x100, at + 0x200, &jump)); /* misaligned thunk */
 	assert_memory_equal(out, kept, sizeof(out));
