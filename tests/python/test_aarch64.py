@@ -438,8 +438,8 @@ def verify(so, site):
 def test_verify_runs_the_emulated_cpython_through_its_wrapper(tmp_path):
     """verify --python build/aarch64/python3 (a script that runs the
     emulator): the module's bindings proven under its layout, its import's
-    failure under the other; a data-only retarget's output proven under the
-    target's providers."""
+    failure under the other; a retarget's output proven under the target's
+    providers, a fallback's under both."""
     entry = next(e for e in SEEN if e["id"] == "3.1.8/bindings/cimports")
     doc = verify(entry["so"], A["providers"]["bindings"])
     assert doc["ok"] and doc["extensions"][0]["import"].get("error") is None, doc
@@ -449,3 +449,7 @@ def test_verify_runs_the_emulated_cpython_through_its_wrapper(tmp_path):
     out = str(tmp_path / os.path.basename(entry["so"]))
     cypatch("--target-layout", "legacy", "-o", out, entry["so"], check=0)
     assert verify(out, A["providers"]["legacy"])["ok"]
+    fb = str(tmp_path / "fb" / os.path.basename(entry["so"]))
+    os.makedirs(os.path.dirname(fb))
+    cypatch("--target-layout", "fallback", "-o", fb, entry["so"], check=0)
+    assert verify(fb, A["providers"]["legacy"])["ok"] and verify(fb, A["providers"]["bindings"])["ok"]
