@@ -22,7 +22,7 @@ import base64
 import pytest
 
 import test_aarch64_corpus as corpus
-from conftest import CYPATCH, MANIFEST as X86, RULES, assert_refused, cypatch, scan_incomplete, show_json
+from conftest import assert_clean_elf, CYPATCH, MANIFEST as X86, RULES, assert_refused, cypatch, scan_incomplete, show_json
 from oracle import expected, reported
 
 # the guest's import of every consumer, own and other layout (module scope)
@@ -184,6 +184,56 @@ def test_retarget_imports_as_the_target_build_or_refuses(entry, retargeted, tmp_
     assert res.get("calls", {}).get("run") == ["ok", corpus.EXPECTED[entry["module"]][target]], res
     again = cypatch("--target-layout", target, "-o", out + ".again", out, check=0)
     assert "nothing to do" in again.stdout + again.stderr and not os.path.exists(out + ".again")
+
+
+def by_strings(p):
+    """Whether a retarget was written without the fallback stub (a stub's
+    module is "already fallback-patched" for the way back)."""
+    return p.returncode == 0 and "through the fallback stub" not in p.stdout
+
+
+# The way back, as test_retarget.py's ROUND_TRIP: `from cuda.bindings
+# import driver` made `from cuda import cuda` cannot be told back from its
+# strings.
+ROUND_TRIP = [e for e in CONSUMERS if e["kind"] == "corpus" and e["module"] != "pyfrom"]
+
+
+@pytest.fixture(scope="module")
+def round_trips(retargeted, tmp_path_factory):
+    """Each written retarget of ROUND_TRIP: taken back to its own layout
+    (run under its own providers), and stripped by aarch64-linux-gnu-strip
+    (run under the target's)."""
+    done, _ = retargeted
+    keys, jobs = [], []
+    for e in ROUND_TRIP:
+        p, there, target = done[e["id"]]
+        if not by_strings(p):
+            continue
+        d = tmp_path_factory.mktemp("back")
+        back, stripped = str(d / "back" / os.path.basename(e["so"])), str(d / "strip" / os.path.basename(e["so"]))
+        os.makedirs(os.path.dirname(back))
+        os.makedirs(os.path.dirname(stripped))
+        cypatch("--target-layout", e["layout"], "-o", back, there, check=0)
+        subprocess.run(["aarch64-linux-gnu-strip", "-o", stripped, there], check=True)
+        assert_clean_elf(there)
+        keys += [(e["id"], "back"), (e["id"], "strip")]
+        jobs += [corpus.job(dict(e, so=back), A["providers"][e["layout"]], "run"),
+                 corpus.job(dict(e, so=stripped), A["providers"][target], "run")]
+    return dict(zip(keys, corpus.run_guest(jobs) if jobs else []))
+
+
+@pytest.mark.parametrize("entry", ROUND_TRIP, ids=[e["id"] for e in ROUND_TRIP])
+def test_round_trip_and_strip_behave(entry, retargeted, round_trips):
+    """Retargeted and back, the module behaves as the original under its own
+    providers; the retarget stripped behaves as before under the target's."""
+    p, _, target = retargeted[0][entry["id"]]
+    if not by_strings(p):
+        pytest.skip("not written by strings (test_retarget_imports_as_the_target_build_or_refuses): "
+                    "nothing to take back")
+    res = round_trips[(entry["id"], "back")]
+    assert res.get("calls", {}).get("run") == ["ok", corpus.EXPECTED[entry["module"]][entry["layout"]]], res
+    res = round_trips[(entry["id"], "strip")]
+    assert res.get("calls", {}).get("run") == ["ok", corpus.EXPECTED[entry["module"]][target]], res
 
 
 def test_cimports_retargets_are_written_both_ways(retargeted):
