@@ -45,6 +45,12 @@ struct cp_code_ref {
 	uint8_t disp_off;  /* offset of the displacement inside the instruction */
 	uint64_t target;
 	enum cp_insn_ref_kind kind;
+	uint64_t base;     /* the instruction that made the address in the
+			    * register it adds to or reads through (aarch64's
+			    * add x0, x26, #8), or 0 when it reaches alone;
+			    * only a walk that follows values over branches
+			    * sets it (x86-64's linear walk guesses after a
+			    * jump and leaves it 0) */
 	char text[96];     /* the instruction as text, "mnemonic operands" */
 };
 

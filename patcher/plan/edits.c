@@ -148,9 +148,48 @@ static void current_bytes(const struct planner *pl, uint64_t off, size_t n, uint
 	memcpy(buf, b, n);
 }
 
+/* The references derived from the address the instruction at addr makes
+ * that leave the object [from, from + span): cp_plan_check_derived wants
+ * each redirected. */
+static cp_status derived_from(struct planner *pl, uint64_t addr, uint64_t from, uint64_t span)
+{
+	const cp_scan *s = pl->scan;
+	size_t i;
+
+	for (i = 0; i < s->nderived; i++) {
+		if (s->derived[i].base != addr || s->derived[i].target - from < span)
+			continue;
+		if (CP_GROW(pl->pending, pl->cappending, pl->npending + 1))
+			return cp_plan_oom(pl);
+		pl->pending[pl->npending++] = s->derived[i];
+	}
+	return CP_OK;
+}
+
+cp_status cp_plan_check_derived(struct planner *pl)
+{
+	size_t i, k;
+
+	for (i = 0; i < pl->npending; i++) {
+		const struct cp_derived *d = &pl->pending[i];
+
+		for (k = 0; k < pl->p->nedits; k++)
+			if (pl->p->edits[k].kind == CP_EDIT_DISP && pl->p->edits[k].site == d->addr)
+				break;
+		/* strings cannot say it; the fallback stub moves nothing */
+		pl->inexpressible = k == pl->p->nedits;
+		if (k == pl->p->nedits)
+			return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx reaches %#llx from the "
+				       "address the instruction at %#llx makes, which moves; it would reach "
+				       "elsewhere", pl->img->path, (unsigned long long)d->addr,
+				       (unsigned long long)d->target, (unsigned long long)d->base);
+	}
+	return CP_OK;
+}
+
 /* Points the code operand at addr (which reaches `from`) at `to`; a
  * provisional `to` is written when placed (place.c). */
-cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
+cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t span, uint64_t to,
 				const char *what)
 {
 	const struct cp_arch *arch = pl->img->arch;
@@ -176,7 +215,7 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 	if (cp_plan_add_edit(pl, CP_EDIT_DISP, off, field, arch->pcrel_size, addr, to, what))
 		return pl->err->code;
 	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
-	return CP_OK;
+	return derived_from(pl, addr, from, span);
 }
 
 /* The immediate or displacement field at insn + field_off (size bytes, as

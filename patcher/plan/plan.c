@@ -45,13 +45,13 @@ static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to,
 	return CP_OK;
 }
 
-static cp_status redirect_code(struct planner *pl, uint64_t from, uint64_t to, const char *what)
+static cp_status redirect_code(struct planner *pl, uint64_t from, uint64_t span, uint64_t to, const char *what)
 {
 	size_t first, n = cp_scan_xrefs_to(pl->scan, from, &first), i;
 	cp_status st;
 
 	for (i = 0; i < n; i++) {
-		st = cp_plan_redirect_code(pl, pl->scan->xrefs[first + i].addr, from, to, what);
+		st = cp_plan_redirect_code(pl, pl->scan->xrefs[first + i].addr, from, span, to, what);
 		if (st)
 			return st;
 	}
@@ -156,7 +156,7 @@ static cp_status rewrite_literal(struct planner *pl, uint64_t va, uint64_t oldle
 	to = cp_plan_append(pl, text, newlen + 1, 1, what);
 	if (!to)
 		return cp_plan_oom(pl);
-	st = redirect_code(pl, va, to, what);
+	st = redirect_code(pl, va, oldlen + 1, to, what);
 	if (!st)
 		st = redirect_relocs(pl, va, to, what);
 	if (!st)
@@ -472,6 +472,8 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	if (!st)
 		st = cp_plan_blob_end(&pl);
 	if (!st)
+		st = cp_plan_check_derived(&pl);
+	if (!st)
 		st = cp_plan_place(&pl);
 	if (!st)
 		st = cp_plan_check_overlaps(&pl);
@@ -482,6 +484,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	free(pl.code_lengths);
 	cp_plan_free_forms(&pl);
 	free(pl.done);
+	free(pl.pending);
 	if (st) {
 		cp_plan_free(plan);
 		plan->inexpressible = pl.inexpressible;

@@ -615,7 +615,7 @@ static cp_status patch_offset(struct planner *pl, const struct cp_blob *b, size_
 static cp_status redirect_blob(struct planner *pl, const struct cp_blob *b, uint64_t to, const char *what)
 {
 	const cp_scan *s = pl->scan;
-	cp_status st = cp_plan_redirect_code(pl, b->code, b->vaddr, to, what);
+	cp_status st = cp_plan_redirect_code(pl, b->code, b->vaddr, b->stored_length, to, what);
 	size_t i;
 
 	for (i = 0; !st && i < s->nxrefs; i++) {
@@ -627,7 +627,7 @@ static cp_status redirect_blob(struct planner *pl, const struct cp_blob *b, uint
 			return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx reaches inside string blob "
 				       "%d (+%#llx)", pl->img->path, (unsigned long long)x->addr,
 				       (int)(b - s->blobs), (unsigned long long)(x->target - b->vaddr));
-		st = cp_plan_redirect_code(pl, x->addr, b->vaddr, to, what);
+		st = cp_plan_redirect_code(pl, x->addr, b->vaddr, b->stored_length, to, what);
 	}
 	return st;
 }

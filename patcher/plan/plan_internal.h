@@ -39,6 +39,8 @@ struct planner {
 	struct code_lengths *code_lengths; /* plan.c: Cython 3.0 string-table lengths */
 	struct cp_name_form *forms;
 	size_t nforms, capforms;
+	struct cp_derived *pending; /* derived references that must be redirected */
+	size_t npending, cappending;
 };
 
 /* edits.c */
@@ -53,8 +55,16 @@ uint64_t cp_plan_append(struct planner *pl, const void *bytes, size_t len, unsig
 			const char *what);
 uint64_t cp_plan_append_code(struct planner *pl, const void *bytes, size_t len, unsigned align,
 			     const char *what);
-cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t to,
+/* Points the code operand at addr, which reaches the object of span
+ * bytes at `from`, at `to`. A reference another instruction derives from
+ * the address it makes (struct cp_derived) moves with it: inside the
+ * object it is that object's byte; outside, it must be redirected too
+ * (cp_plan_check_derived). */
+cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from, uint64_t span, uint64_t to,
 				const char *what);
+/* Every reference derived from a redirected address outside its object is
+ * itself redirected; fails naming the first that is not. */
+cp_status cp_plan_check_derived(struct planner *pl);
 bool cp_plan_file_off(const struct planner *pl, uint64_t va, uint64_t len, uint64_t *off);
 bool cp_plan_field(struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t size,
 		   int64_t value, uint8_t bytes[8], uint64_t *off);

@@ -304,6 +304,7 @@ void cp_scan_free(cp_scan *s)
 	free(s->strs);
 	free(s->calls);
 	free(s->xrefs);
+	free(s->derived);
 	free(s->blocks);
 	free(s->notes);
 	free(s->path);

@@ -128,6 +128,13 @@ struct cp_xref {
 	uint64_t target, addr;
 };
 
+/* A reference (an address, a load or a store) the instruction at addr
+ * makes from the address the instruction at base made: what moves with
+ * base when base is rewritten (aarch64's add x0, x26, #8 after x26's). */
+struct cp_derived {
+	uint64_t addr, base, target;
+};
+
 /* A call seen by the code walk, reduced to what the import passes need. */
 struct cp_scan_call {
 	uint64_t addr;
@@ -167,6 +174,8 @@ struct cp_scan {
 	size_t ncalls, capcalls;
 	struct cp_xref *xrefs;     /* RIP-relative references into data, by target */
 	size_t nxrefs, capxrefs;
+	struct cp_derived *derived; /* references made from another's address */
+	size_t nderived, capderived;
 	cp_dis dis;                /* for describing sites */
 	struct cp_import_block *blocks;
 	size_t nblocks, capblocks;

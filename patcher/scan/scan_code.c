@@ -76,6 +76,15 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 	const struct cp_section *sec;
 	struct cp_import_block *b = c->block;
 
+	if (r->base) {
+		if (CP_GROW(s->derived, s->capderived, s->nderived + 1)) {
+			c->oom = true;
+			return;
+		}
+		s->derived[s->nderived].addr = r->addr;
+		s->derived[s->nderived].base = r->base;
+		s->derived[s->nderived++].target = r->target;
+	}
 	if (r->kind == CP_REF_LEA) {
 		if (!is_data(s->img, r->target))
 			return;
@@ -255,11 +264,14 @@ cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, cp_error *err)
 	size_t i;
 
 	s->xrefs = copy_of(from->xrefs, from->nxrefs, sizeof(*from->xrefs));
+	s->derived = copy_of(from->derived, from->nderived, sizeof(*from->derived));
 	s->calls = copy_of(from->calls, from->ncalls, sizeof(*from->calls));
 	s->blocks = from->nblocks ? calloc(from->nblocks, sizeof(*s->blocks)) : NULL;
-	if ((from->nxrefs && !s->xrefs) || (from->ncalls && !s->calls) || (from->nblocks && !s->blocks))
+	if ((from->nxrefs && !s->xrefs) || (from->nderived && !s->derived) || (from->ncalls && !s->calls) ||
+	    (from->nblocks && !s->blocks))
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	s->nxrefs = s->capxrefs = from->nxrefs;
+	s->nderived = s->capderived = from->nderived;
 	s->ncalls = s->capcalls = from->ncalls;
 	s->capblocks = from->nblocks;
 	for (i = 0; i < from->nblocks; i++)

@@ -39,7 +39,7 @@ struct func {
 };
 
 static void emit_ref(struct func *f, cp_dis *d, const struct a64_op *o, uint64_t target,
-		     enum cp_insn_ref_kind kind)
+		     enum cp_insn_ref_kind kind, uint64_t base)
 {
 	struct cp_code_ref r;
 
@@ -50,6 +50,7 @@ static void emit_ref(struct func *f, cp_dis *d, const struct a64_op *o, uint64_t
 	r.size = A64_INSN;
 	r.target = target;
 	r.kind = kind;
+	r.base = base;
 	if (cp_dis_at(d, f->img, o->addr))
 		cp_a64_insn_describe(d, r.text, sizeof(r.text));
 	f->v->on_ref(f->v->ctx, &r);
@@ -112,11 +113,11 @@ static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct 
 		set(s, o->dst, CP_V_ADDR, o->v, o->addr);
 		return;
 	case A64_OP_ADR:
-		emit_ref(f, d, o, o->v, CP_REF_LEA);
+		emit_ref(f, d, o, o->v, CP_REF_LEA, 0);
 		set(s, o->dst, CP_V_ADDR, o->v, o->addr);
 		return;
 	case A64_OP_LDR_LIT:
-		emit_ref(f, d, o, o->v, CP_REF_LOAD);
+		emit_ref(f, d, o, o->v, CP_REF_LOAD, 0);
 		clear(s, o->writes);
 		if (o->wide)
 			set(s, o->dst, CP_V_LOAD, o->v, o->addr);
@@ -127,7 +128,7 @@ static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct 
 			return;
 		}
 		t = b->v + o->v;
-		emit_ref(f, d, o, t, CP_REF_LEA);
+		emit_ref(f, d, o, t, CP_REF_LEA, b->origin);
 		set(s, o->dst, CP_V_ADDR, t, o->addr);
 		return;
 	default: /* A64_OP_MEM */
@@ -135,7 +136,7 @@ static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct 
 		clear(s, o->writes);
 		if (!t)
 			return;
-		emit_ref(f, d, o, t, o->load ? CP_REF_LOAD : CP_REF_STORE);
+		emit_ref(f, d, o, t, o->load ? CP_REF_LOAD : CP_REF_STORE, b->origin);
 		if (o->load && o->wide && o->dst >= 0)
 			set(s, o->dst, CP_V_LOAD, t, o->addr);
 		return;
