@@ -105,6 +105,14 @@ struct cp_arch {
 	bool (*branch_rewrite)(const uint8_t *insn, unsigned len, uint8_t *out, uint8_t *field_at,
 			       uint8_t *branch_size);
 
+	/* A load of a pointer from memory (a GOT slot: -fno-plt on aarch64)
+	 * as an instruction of the same len bytes that puts an address in
+	 * the same register instead: its PC-relative field left for
+	 * pcrel_put. Whatever the register then feeds (a blr, a copy kept
+	 * for later calls) gets that address. False for another form; NULL
+	 * where the planner refuses such loads. */
+	bool (*load_rewrite)(const uint8_t *insn, unsigned len, uint8_t *out);
+
 	/* A thunk of thunk_size bytes at address at (out): passes address
 	 * ctx as argument arg (0-based, the C calling convention's) and jumps
 	 * to entry; trap bytes after. *jump is where its jump sits (the load

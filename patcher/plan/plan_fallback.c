@@ -44,6 +44,7 @@ _Static_assert(CP_FB_NTHUNKS == CP_STUB_NENTRIES, "one stub entry per redirected
 struct site {
 	uint64_t addr;
 	int redirect;   /* index into redirects */
+	bool load;      /* a load of the function's GOT slot (cp_arch.load_rewrite) */
 };
 
 struct fb {
@@ -51,7 +52,7 @@ struct fb {
 	uint64_t slot[CP_FB_NAPI];  /* GOT slot per API, 0 when not imported */
 	struct site *sites;
 	size_t nsites, capsites;
-	uint64_t bad_ref;           /* a redirected slot used otherwise than by a call */
+	uint64_t bad_ref;           /* a redirected slot used otherwise than by a call or a load */
 	bool need[NREDIRECTS];      /* which redirects this file needs */
 	bool oom;
 	/* the context under construction */
@@ -99,6 +100,17 @@ static bool needed(const cp_scan *s, enum cp_fb_api api)
 	return false;
 }
 
+static void add_site(struct fb *f, uint64_t addr, int redirect, bool load)
+{
+	if (CP_GROW(f->sites, f->capsites, f->nsites + 1)) {
+		f->oom = true;
+		return;
+	}
+	f->sites[f->nsites].addr = addr;
+	f->sites[f->nsites].redirect = redirect;
+	f->sites[f->nsites++].load = load;
+}
+
 static void on_call(void *ctx, const struct cp_call *c)
 {
 	struct fb *f = ctx;
@@ -106,14 +118,12 @@ static void on_call(void *ctx, const struct cp_call *c)
 
 	if (r < 0 || in_plt(f->pl->img, c->addr) || !f->need[r])
 		return;
-	if (CP_GROW(f->sites, f->capsites, f->nsites + 1)) {
-		f->oom = true;
-		return;
-	}
-	f->sites[f->nsites].addr = c->addr;
-	f->sites[f->nsites++].redirect = r;
+	add_site(f, c->addr, r, false);
 }
 
+/* A load of a redirected function's GOT slot takes the thunk's address
+ * instead where the machine can say so (so whatever the register feeds
+ * calls the stub); any other use of the slot is refused. */
 static void on_ref(void *ctx, const struct cp_code_ref *r)
 {
 	struct fb *f = ctx;
@@ -121,9 +131,14 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 
 	if (in_plt(f->pl->img, r->addr))
 		return;
-	for (i = 0; i < NREDIRECTS; i++)
-		if (f->need[i] && f->slot[redirects[i].api] && r->target == f->slot[redirects[i].api] && !f->bad_ref)
+	for (i = 0; i < NREDIRECTS; i++) {
+		if (!f->need[i] || !f->slot[redirects[i].api] || r->target != f->slot[redirects[i].api])
+			continue;
+		if (r->kind == CP_REF_LOAD && f->pl->img->arch->load_rewrite)
+			add_site(f, r->addr, (int)i, true);
+		else if (!f->bad_ref)
 			f->bad_ref = r->addr;
+	}
 }
 
 static cp_status find_slots(struct fb *f)
@@ -359,23 +374,29 @@ static cp_status build_context(struct fb *f)
 
 /* --- code: the stub, its thunks, the call sites ----------------------- */
 
-/* The call or jmp at addr, made a direct branch to `to` of the same length. */
-static cp_status redirect_site(struct fb *f, uint64_t addr, uint64_t to, const char *what)
+/* The call or jmp at addr made a direct branch to `to` of the same
+ * length, or the load of a GOT slot there made the address `to`. */
+static cp_status redirect_site(struct fb *f, const struct site *s, uint64_t to, const char *what)
 {
 	struct planner *pl = f->pl;
+	uint64_t addr = s->addr, off;
 	unsigned len = cp_dis_size(&pl->dis, pl->img, addr);
 	const uint8_t *b = len ? cp_image_va_bytes(pl->img, addr, len) : NULL;
 	uint8_t out[16];
-	uint8_t at, size;
-	uint64_t off;
+	uint8_t at = 0, size = (uint8_t)len;
+	bool ok = b && len <= sizeof(out);
 
-	if (!b || len > sizeof(out) || !pl->img->arch->branch_rewrite(b, len, out, &at, &size))
-		return cp_fail(pl->err, CP_E_INPUT, "%s: the call at %#llx has a form the fallback stub "
-			       "cannot redirect", pl->img->path, (unsigned long long)addr);
+	if (ok && s->load)
+		ok = pl->img->arch->load_rewrite(b, len, out);
+	else if (ok)
+		ok = pl->img->arch->branch_rewrite(b, len, out, &at, &size);
+	if (!ok)
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the %s at %#llx has a form the fallback stub "
+			       "cannot redirect", pl->img->path, s->load ? "load" : "call", (unsigned long long)addr);
 	if (!cp_plan_file_off(pl, addr, len, &off))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the call at %#llx lies outside the file",
 			       pl->img->path, (unsigned long long)addr);
-	if (cp_plan_add_edit(pl, CP_EDIT_BRANCH, off, out, len, addr, to, what))
+	if (cp_plan_add_edit(pl, s->load ? CP_EDIT_DISP : CP_EDIT_BRANCH, off, out, len, addr, to, what))
 		return pl->err->code;
 	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
 	pl->p->edits[pl->p->nedits - 1].disp_at = at;
@@ -404,8 +425,9 @@ static cp_status plan_code(struct fb *f, uint64_t *code, uint64_t thunk[NREDIREC
 	for (k = 0; !st && k < f->nsites; k++) {
 		char what[200];
 
-		snprintf(what, sizeof(what), "%s call -> fallback stub", cp_fallback_api_name(redirects[f->sites[k].redirect].api));
-		st = redirect_site(f, f->sites[k].addr, thunk[f->sites[k].redirect], what);
+		snprintf(what, sizeof(what), "%s %s -> fallback stub", cp_fallback_api_name(redirects[f->sites[k].redirect].api),
+			 f->sites[k].load ? "GOT load" : "call");
+		st = redirect_site(f, &f->sites[k], thunk[f->sites[k].redirect], what);
 	}
 	return st;
 }

@@ -540,6 +540,52 @@ static void test_branch_refused(void **state)
 	}
 }
 
+/* A load of a GOT slot (-fno-plt) made the thunk's address: adr into the
+ * same register, its offset for pcrel_put; anything else refused. */
+static void test_load_rewrite(void **state)
+{
+	static const struct {
+		uint32_t word;
+		const char *src;
+		unsigned rd;
+	} ok[] = {
+		{ 0xf947f610, "ldr x16, [x16, #0xfe8]", 16 },
+		{ 0xf946b442, "ldr x2, [x2, #0xd68]", 2 },
+		{ 0x58000102, "ldr x2, .+0x20", 2 },
+	};
+	static const uint32_t refused_words[] = {
+		0xb9400420, /* ldr w0, [x1, #0x4] */
+		0x39401c20, /* ldrb w0, [x1, #0x7] */
+		0xf9000420, /* str x0, [x1, #0x8] */
+		0x3dc00420, /* ldr q0, [x1, #0x10] */
+		0x913c8021, /* add x1, x1, #0xf20 */
+		0xd63f0200, /* blr x16 */
+	};
+	uint8_t in[8], out[8];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N(ok); i++) {
+		struct seen s;
+
+		put(in, ok[i].word);
+		assert_true(cp_a64_load_rewrite(in, 4, out));
+		assert_int_equal(get(out) & 31, ok[i].rd);
+		assert_true(cp_a64_pcrel_put(out, PC, 4, PC + 0x40010));
+		s = decode(get(out), PC);
+		assert_int_equal(s.id, ARM64_INS_ADR);
+		assert_int_equal(s.imm, PC + 0x40010);
+	}
+	for (i = 0; i < N(refused_words); i++) {
+		put(in, refused_words[i]);
+		memset(out, 0xaa, sizeof(out));
+		assert_false(cp_a64_load_rewrite(in, 4, out));
+		assert_int_equal(get(out), 0xaaaaaaaa);
+	}
+	put(in, ok[0].word);
+	assert_false(cp_a64_load_rewrite(in, 8, out)); /* not one word */
+}
+
 /* The linker's words for the same thunks:
  *     adr x1, ctx; b entry; brk #0; brk #0
  * at 0x10000 with ctx 0x25010, entry 0x11000, and (x5) at 0x10010 with
@@ -637,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_pcrel_reencode), cmocka_unit_test(test_pcrel_alignment),
 		cmocka_unit_test(test_pcrel_bytes),    cmocka_unit_test(test_pcrel_other),
 		cmocka_unit_test(test_standalone), cmocka_unit_test(test_standalone_refused),
+		cmocka_unit_test(test_load_rewrite),
 		cmocka_unit_test(test_lo12),           cmocka_unit_test(test_lo12_refused),
 		cmocka_unit_test(test_adrp_pair),      cmocka_unit_test(test_imm),
 		cmocka_unit_test(test_imm_refused),    cmocka_unit_test(test_branch_rewrite),

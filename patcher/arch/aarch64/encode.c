@@ -287,6 +287,20 @@ bool cp_a64_branch_rewrite(const uint8_t *insn, unsigned len, uint8_t *out, uint
 	return true;
 }
 
+bool cp_a64_load_rewrite(const uint8_t *insn, unsigned len, uint8_t *out)
+{
+	uint32_t w;
+
+	if (len != 4)
+		return false;
+	w = get_word(insn);
+	/* LDR xT, [xN, #imm] and LDR xT, label: ADR xT, . */
+	if ((w & 0xffc00000u) != 0xf9400000u && (w & 0xff000000u) != 0x58000000u)
+		return false;
+	put_word(out, ADR_OP | (w & 31));
+	return true;
+}
+
 bool cp_a64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_t entry,
 		  uint64_t *jump)
 {

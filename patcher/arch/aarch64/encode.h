@@ -76,6 +76,12 @@ bool cp_a64_field_put(uint8_t *field, unsigned size, int64_t value);
 bool cp_a64_branch_rewrite(const uint8_t *insn, unsigned len, uint8_t *out, uint8_t *field_at,
 			   uint8_t *branch_size);
 
+/* A 64-bit load of a pointer (LDR xT, [xN, #imm] or LDR xT, label; a
+ * GOT slot's under -fno-plt) as ADR xT, . in out, for pcrel_put to point
+ * at the thunk that stands for the function: len must be 4; false for
+ * another form. */
+bool cp_a64_load_rewrite(const uint8_t *insn, unsigned len, uint8_t *out);
+
 /* The fallback thunk at address at (out, CP_A64_THUNK_SIZE bytes):
  *     adr xA, ctx; b entry; brk #0; brk #0
  * with xA argument register arg (0..7); *jump = at + 4, where the b sits.

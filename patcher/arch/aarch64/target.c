@@ -94,6 +94,7 @@ const struct cp_arch cp_arch_aarch64 = {
 	.insn_completes = cp_a64_insn_completes,
 	.field_put = cp_a64_field_put,
 	.branch_rewrite = cp_a64_branch_rewrite,
+	.load_rewrite = cp_a64_load_rewrite,
 	.thunk_size = CP_A64_THUNK_SIZE,
 	.thunk = cp_a64_thunk,
 	.stub = &cp_stub_aarch64,
