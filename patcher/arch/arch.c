@@ -10,9 +10,15 @@ static const struct cp_arch *const arches[] = { &cp_arch_x86_64, &cp_arch_aarch6
 
 const struct cp_arch *cp_arch_for_machine(unsigned e_machine)
 {
-	for (size_t i = 0; i < sizeof(arches) / sizeof(arches[0]); i++)
-		if (arches[i]->e_machine == e_machine)
-			return arches[i];
+	for (size_t i = 0; i < sizeof(arches) / sizeof(arches[0]); i++) {
+		const struct cp_arch *a = arches[i];
+
+		if (a->e_machine != e_machine)
+			continue;
+		/* the planner calls these without asking (arch.h) */
+		assert(a->pcrel_put && a->field_put && a->branch_rewrite && a->thunk && a->stub && a->reach);
+		return a;
+	}
 	return NULL;
 }
 

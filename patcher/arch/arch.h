@@ -72,7 +72,8 @@ struct cp_arch {
 	cp_status (*frame_eval)(const struct cp_image *img, uint64_t start, uint64_t end, bool callee,
 				struct cp_frame *f, cp_error *err);
 
-	/* Writing code (re-encoding operands, branches, thunks, the stub).
+	/* Writing code (re-encoding operands, branches, thunks, the stub):
+	 * every machine provides them but insn_completes and load_rewrite.
 	 * Bytes and facts come back; where a field sits in an instruction is
 	 * the decoder's answer, and recording the edit is the planner's. */
 

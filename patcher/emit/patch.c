@@ -138,25 +138,6 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 	return st;
 }
 
-/* A machine cypatch reads but has no encoders for: the plan may change
- * data (strings in place, table lengths), never code. */
-static cp_status no_encoder(const cp_image *img, cp_error *err)
-{
-	return cp_fail(err, CP_E_INPUT, "%s: rewriting %s code is not supported yet (show and check read it)",
-		       img->path, img->arch->name);
-}
-
-/* Strings cannot express the retarget (err says why) and the stub that
- * would cover it is not built for this machine. */
-static cp_status no_stub(const cp_image *img, cp_error *err)
-{
-	char why[sizeof(err->msg)];
-
-	snprintf(why, sizeof(why), "%s", err->msg);
-	return cp_fail(err, CP_E_INPUT, "%s; the fallback stub that covers that is not in for %s yet", why,
-		       img->arch->name);
-}
-
 static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct cp_patch_opts *o,
 			  struct cp_plan *plan, struct cp_patch_result *res, cp_error *err)
 {
@@ -165,14 +146,8 @@ static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct
 
 	if (!res->fallback && target < 0)
 		return cp_fail(err, CP_E_USAGE, "no layout named '%s' in the rules", o->layout);
-	if (res->fallback && !img->arch->stub)
-		return no_encoder(img, err);
 	st = res->fallback ? cp_plan_fallback(img, scan, plan, err) : cp_plan_make(img, scan, target, plan, err);
-	if (st && plan->no_encoder)
-		return no_encoder(img, err);
 	if (st && plan->inexpressible && !o->no_fallback) {
-		if (!img->arch->stub)
-			return no_stub(img, err);
 		/* strings cannot say it; the stub binds to the target at import */
 		snprintf(res->covered, sizeof(res->covered), "%s", err->msg);
 		res->fallback = true;

@@ -176,13 +176,14 @@ cp_status cp_plan_check_derived(struct planner *pl)
 		for (k = 0; k < pl->p->nedits; k++)
 			if (pl->p->edits[k].kind == CP_EDIT_DISP && pl->p->edits[k].site == d->addr)
 				break;
+		if (k < pl->p->nedits)
+			continue;
 		/* strings cannot say it; the fallback stub moves nothing */
-		pl->inexpressible = k == pl->p->nedits;
-		if (k == pl->p->nedits)
-			return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx reaches %#llx from the "
-				       "address the instruction at %#llx makes, which moves; it would reach "
-				       "elsewhere", pl->img->path, (unsigned long long)d->addr,
-				       (unsigned long long)d->target, (unsigned long long)d->base);
+		pl->inexpressible = true;
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx reaches %#llx from the "
+			       "address the instruction at %#llx makes, which moves; it would reach elsewhere",
+			       pl->img->path, (unsigned long long)d->addr, (unsigned long long)d->target,
+			       (unsigned long long)d->base);
 	}
 	return CP_OK;
 }
@@ -196,11 +197,6 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 	uint8_t field_off, size, field[8] = { 0 };
 	uint64_t target, off;
 
-	if (!arch->pcrel_put) {
-		pl->p->no_encoder = true;
-		return cp_fail(pl->err, CP_E_INPUT, "%s: rewriting %s code is not supported yet (the instruction at "
-			       "%#llx)", pl->img->path, arch->name, (unsigned long long)addr);
-	}
 	if (!operand_at(pl, addr, from, &field_off, &size, &target) || target != from)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the instruction at %#llx does not reach %#llx "
 			       "as the scan found", pl->img->path, (unsigned long long)addr,
@@ -224,10 +220,6 @@ cp_status cp_plan_redirect_code(struct planner *pl, uint64_t addr, uint64_t from
 bool cp_plan_field(struct planner *pl, uint64_t insn, uint8_t field_off, uint8_t size,
 		   int64_t value, uint8_t bytes[8], uint64_t *off)
 {
-	if (!pl->img->arch->field_put) {
-		pl->p->no_encoder = true;
-		return false;
-	}
 	if (size > 8 || !cp_plan_file_off(pl, insn + field_off, size, off))
 		return false;
 	current_bytes(pl, *off, size, bytes);

@@ -88,7 +88,6 @@ struct cp_plan {
 	struct cp_space space[CP_NSPACES];
 	size_t nchanged;             /* references rewritten (or call sites redirected) */
 	bool inexpressible;          /* cp_plan_make refused what strings cannot express */
-	bool no_encoder;             /* it needed code changed on a machine without encoders */
 };
 
 /* Bytes the plan adds in new space, all spaces together. */

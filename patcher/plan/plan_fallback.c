@@ -394,8 +394,8 @@ static cp_status redirect_site(struct fb *f, const struct site *s, uint64_t to, 
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the %s at %#llx has a form the fallback stub "
 			       "cannot redirect", pl->img->path, s->load ? "load" : "call", (unsigned long long)addr);
 	if (!cp_plan_file_off(pl, addr, len, &off))
-		return cp_fail(pl->err, CP_E_INPUT, "%s: the call at %#llx lies outside the file",
-			       pl->img->path, (unsigned long long)addr);
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the %s at %#llx lies outside the file",
+			       pl->img->path, s->load ? "load" : "call", (unsigned long long)addr);
 	if (cp_plan_add_edit(pl, s->load ? CP_EDIT_DISP : CP_EDIT_BRANCH, off, out, len, addr, to, what))
 		return pl->err->code;
 	pl->p->edits[pl->p->nedits - 1].site_end = addr + size;
