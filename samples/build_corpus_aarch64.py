@@ -25,7 +25,9 @@ aarch64 wheel. Into OUTDIR/aarch64:
 * the real cuda-python 12.5.0 (legacy) and 12.6.2.post1 (bindings) aarch64
   wheels, and cuda-bindings 13.0.3 (no legacy modules), installed by this
   machine's pip with --platform manylinux_2_28_aarch64;
-* real aarch64 wheels of rmm-cu12 (REAL_WHEELS), downloaded into wheels/.
+* real aarch64 wheels of rmm-cu12 (REAL_WHEELS), downloaded into wheels/,
+  and what rmm-cu12 25.2.0 needs at import besides cuda-python
+  (RMM_RUNTIME: numpy), installed into site/rmm_runtime-<version>/.
 
 manifest.json has the x86-64 manifest's shape (entries with id, kind,
 cython, layout, module, variant, provider_site, so, c, skipped), plus the
@@ -166,6 +168,23 @@ def download_wheel(cache, name, version):
     return os.path.join(wheels, sorted(found)[0])
 
 
+# What `import rmm` of a REAL_WHEELS release needs besides cuda-python, for
+# the guest to import it (test_aarch64.py runs the real wheel, original and
+# repaired). rmm-cu12 25.2.0's METADATA: cuda-python and numpy<3,>=1.23
+# (numba only for its tests and rmm.allocators.numba, which `import rmm`
+# does not import). Its extensions link librmm and the CUDA runtime
+# statically (their NEEDED: glibc and libstdc++ only), so there is no
+# librmm-cu12 or nvidia-cuda-runtime wheel to install. numpy 2.2.3: the
+# release of rmm 25.02's month (14 MB wheel, 65 MB installed).
+RMM_RUNTIME = {"25.2.0": [("numpy", "2.2.3")]}
+
+
+def rmm_runtime(cache):
+    """release -> the tree RMM_RUNTIME's requirements are installed in, once."""
+    return {version: pip_target(os.path.join(cache, "site", "rmm_runtime-%s" % version), requirements)
+            for version, requirements in RMM_RUNTIME.items()}
+
+
 def main(argv):
     if len(argv) != 2:
         raise SystemExit(__doc__.strip().splitlines()[-1])
@@ -188,6 +207,7 @@ def main(argv):
                   for layout, (name, version) in bc.CUDA_PYTHON.items()}
     cuda13 = pip_target(os.path.join(cache, "site", "cuda_bindings-13"), bc.CUDA_BINDINGS_13)
     real_wheels = [download_wheel(cache, name, version) for name, version in REAL_WHEELS]
+    runtime = rmm_runtime(cache)
     todo = list(jobs(cache, sites, cuda_trees, target))
     for _, kw in todo:
         kw["target"] = target
@@ -207,6 +227,8 @@ def main(argv):
         "cuda_python": {k: {"requirement": "%s==%s" % v, "tree": cuda_trees[k]} for k, v in bc.CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in bc.CUDA_BINDINGS_13], "tree": cuda13},
         "real_wheels": real_wheels,
+        "rmm_runtime": {v: {"requirements": ["%s==%s" % r for r in RMM_RUNTIME[v]], "tree": runtime[v]}
+                        for v in RMM_RUNTIME},
         "entries": entries})
 
 

@@ -12,6 +12,7 @@ wheel member, and leaves nothing behind, only where the x86-64 build of
 the same C is refused for the same reason; the real rmm-cu12 aarch64 wheel
 is repaired.
 """
+import ast
 import hashlib
 import json
 import os
@@ -420,6 +421,107 @@ def test_repair_of_the_real_rmm_aarch64_wheel(mode, tmp_path):
     cypatch("check", "--against", A["cuda_python"]["bindings"]["tree"], out, check=0)
     again = cypatch("repair", "-w", str(tmp_path / "again"), "-t", mode, out, check=0)
     assert "needs nothing" in again.stdout or "nothing to do" in again.stdout, again.stdout
+
+
+# Run in the guest by test_aarch64_corpus's GUEST (import, then each call):
+# importing it imports rmm; each call returns what it raised, as JSON, with
+# the names of the frames it went through.
+RMM_PROBE = r'''
+import json, traceback
+import rmm
+from rmm.pylibrmm import device_buffer
+
+
+def _outcome(call):
+    try:
+        return json.dumps(["ok", repr(call())])
+    except Exception as e:
+        return json.dumps([type(e).__name__, str(e), [f.name for f in traceback.extract_tb(e.__traceback__)]])
+
+
+def buffer():
+    return _outcome(lambda: rmm.DeviceBuffer(size=8))
+
+
+def copy():
+    # device_buffer's own cudaMemcpyAsync, cimported from cuda-python
+    return _outcome(lambda: device_buffer.copy_ptr_to_host(8, bytearray(8)))
+'''
+RMM_CUDA_PYTHON = {"12.5.0": "legacy", "12.6.2.post1": "bindings"}
+NO_DRIVER = ["RuntimeError", "Failed to dlopen libcuda.so.1"]
+
+
+def unpacked(wheel, into):
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(str(into))
+    return str(into)
+
+
+@pytest.fixture(scope="module")
+def rmm_runs(tmp_path_factory):
+    """(wheel, cuda-python) -> the guest's result of RMM_PROBE, for rmm-cu12
+    25.2.0 as released ("original") and repaired by `repair -t legacy` and
+    `-t fallback`, each unpacked, on a path of the wheel, rmm's other runtime
+    requirements (the corpus's rmm_runtime: numpy) and one cuda-python tree."""
+    top = tmp_path_factory.mktemp("rmm")
+    wheel = real_wheel("25.2.0")
+    probe = top / "probe"
+    probe.mkdir()
+    (probe / "rmm_probe.py").write_text(RMM_PROBE)
+    if "25.2.0" not in A.get("rmm_runtime", {}):
+        pytest.fail("the aarch64 corpus has no rmm_runtime: rebuild it (samples/build_corpus_aarch64.py)")
+    deps = A["rmm_runtime"]["25.2.0"]["tree"]
+    trees = {"original": unpacked(wheel, top / "original")}
+    for mode in ("legacy", "fallback"):
+        cypatch("repair", "-w", str(top / mode), "-t", mode, wheel, check=0)
+        trees[mode] = unpacked(str(top / mode / os.path.basename(wheel)), top / ("unpacked-" + mode))
+    # one process per call: cuda-python remembers a failed load of the
+    # driver, and says 'Function "cuInit" not found' the second time
+    keys = [(w, v, call) for w in trees for v in RMM_CUDA_PYTHON for call in ("buffer", "copy")]
+    jobs = [{"path": [str(probe), trees[w], deps, A["cuda_python"][RMM_CUDA_PYTHON[v]]["tree"]],
+             "module": "rmm_probe", "calls": [call]} for w, v, call in keys]
+    out = {}
+    for (w, v, call), res in zip(keys, corpus.run_guest(jobs, parts=1)):
+        got = out.setdefault((w, v), {})
+        if "calls" in res:
+            got[call] = json.loads(ast.literal_eval(res["calls"][call][1]))
+        else:
+            got["error"] = res["error"]
+    return out
+
+
+def test_the_original_real_rmm_wheel_fails_under_the_older_cuda_python(rmm_runs):
+    """rmm-cu12 25.2.0 as released: under cuda-python 12.5.0 `import rmm`
+    fails as upstream reported; under 12.6.2.post1 it imports, and without
+    a GPU DeviceBuffer fails in cuda-python when it loads the driver."""
+    assert rmm_runs[("original", "12.5.0")] == {"error": "ModuleNotFoundError: No module named 'cuda.bindings'"}
+    ok = rmm_runs[("original", "12.6.2.post1")]
+    assert ok["buffer"][:2] == NO_DRIVER and "cuda.bindings.runtime.cudaGetDevice" in ok["buffer"][2], ok
+    frames = ok["copy"][2]
+    assert ok["copy"][:2] == NO_DRIVER, ok
+    assert frames[frames.index("rmm.pylibrmm.device_buffer._copy_async") + 1] == \
+        "cuda.bindings.cyruntime.cudaMemcpyAsync", frames
+
+
+@pytest.mark.parametrize("mode", ["legacy", "fallback"])
+def test_the_repaired_real_rmm_wheel_imports_under_the_older_cuda_python(mode, rmm_runs):
+    """rmm-cu12 25.2.0 repaired: under cuda-python 12.5.0 `import rmm`
+    succeeds, DeviceBuffer(size=8) reaches 12.5.0's cuda.cudart (through
+    rmm/_cuda/gpu.py, whose import repair rewrote) and device_buffer's
+    cimported cudaMemcpyAsync calls 12.5.0's cuda.ccudart (the patched
+    extension); without a GPU both fail when cuda-python loads the driver,
+    not on a cuda module. Under 12.6.2.post1 the same."""
+    for version, runtime, crt in (("12.5.0", "cuda.cudart", "cuda.ccudart"),
+                                  ("12.6.2.post1", None, None)):
+        got = rmm_runs[(mode, version)]
+        assert "error" not in got, (version, got)
+        assert got["buffer"][:2] == NO_DRIVER, (version, got)
+        assert got["copy"][:2] == NO_DRIVER, (version, got)
+        if runtime:
+            assert runtime + ".cudaGetDevice" in got["buffer"][2], got
+            frames = got["copy"][2]
+            assert frames[frames.index("rmm.pylibrmm.device_buffer._copy_async") + 1] == \
+                crt + ".cudaMemcpyAsync", frames
 
 
 def with_member(src, dst, name, data):
