@@ -481,7 +481,7 @@ def rmm_runs(tmp_path_factory):
     jobs = [{"path": [str(probe), trees[w], deps, A["cuda_python"][RMM_CUDA_PYTHON[v]]["tree"]],
              "module": "rmm_probe", "calls": [call]} for w, v, call in keys]
     out = {}
-    for (w, v, call), res in zip(keys, corpus.run_guest(jobs, parts=1)):
+    for (w, v, call), res in zip(keys, corpus.run_guest(jobs)):
         got = out.setdefault((w, v), {})
         if "calls" in res:
             got[call] = json.loads(ast.literal_eval(res["calls"][call][1]))
