@@ -18,6 +18,7 @@
 #include "util/names.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1022,6 +1023,10 @@ static bool decoder_takes(const cp_scan *s, const struct cp_blob *b, uint64_t ba
 static uint64_t solve_table_base(const cp_scan *s, const struct cp_blob *b,
 				 const struct sigconst *c, size_t nc, struct tie *t)
 {
+	/* a base that gives every constant (two or more) to the first load
+	 * after an import is the table's, whatever the decoder takes: clang's
+	 * exec function takes &table[1] to read entries from, not the table */
+	const size_t perfect = nc >= 2 ? nc * (nc + 1) : SIZE_MAX;
 	uint64_t best = 0;
 	size_t bestscore = 0, i, j, k;
 	bool best_taken = false;
@@ -1033,10 +1038,11 @@ static uint64_t solve_table_base(const cp_scan *s, const struct cp_blob *b,
 				size_t score = fit(s, base, c, nc, t);
 				bool taken;
 
-				if (!score || (best_taken && score <= bestscore) || base == best)
+				if (!score || bestscore == perfect || (best_taken && score <= bestscore && score != perfect) ||
+				    base == best)
 					continue;
 				taken = decoder_takes(s, b, base);
-				if ((taken && !best_taken) || (taken == best_taken && score > bestscore)) {
+				if (score == perfect || (taken && !best_taken) || (taken == best_taken && score > bestscore)) {
 					bestscore = score;
 					best = base;
 					best_taken = taken;
