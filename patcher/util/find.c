@@ -16,13 +16,13 @@ void cp_find_init(struct cp_find *f, const void *p, size_t len, const void *need
 	f->n = n;
 }
 
+#ifdef __SSE2__
 /* Whether the needle is at c, given that its first and last bytes are. */
 static int middle_matches(const struct cp_find *f, const uint8_t *c)
 {
 	return f->n <= 2 || !memcmp(c + 1, f->needle + 1, f->n - 2);
 }
 
-#ifdef __SSE2__
 /* The first match at or after f->p: 16 candidates at a time, then one at a
  * time for the last few (the loads must stay inside the range). */
 static const uint8_t *search(const struct cp_find *f)
@@ -49,6 +49,7 @@ static const uint8_t *search(const struct cp_find *f)
 	return NULL;
 }
 #else
+/* elsewhere (aarch64) the C library's memmem */
 static const uint8_t *search(const struct cp_find *f)
 {
 	return memmem(f->p, (size_t)(f->end - f->p), f->needle, f->n);
