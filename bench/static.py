@@ -53,6 +53,36 @@ def build_times(arch):
     return {k: int(v) for k, v in (line.split() for line in open(path) if line.strip())}
 
 
+def symbols(path, sized):
+    """name -> size (sized) or the set of names nm lists as defined in PATH."""
+    args = ["nm", "--defined-only"] + (["-S"] if sized else []) + [path]
+    out = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    got = {}
+    for line in out.splitlines():
+        f = line.split()
+        if sized and len(f) == 4:
+            got[f[3]] = got.get(f[3], 0) + int(f[1], 16)
+        elif not sized and len(f) == 3:
+            got[f[2]] = 0
+    return got
+
+
+def library_bytes(arch):
+    """Bytes of the x86_64 executable's symbols that each static library
+    defines (nm of the unstripped link against nm of each archive; a name
+    two archives define counts for the first); the rest: cypatch, musl, the
+    compiler's runtime."""
+    top = os.path.join(WHEEL_BUILD, arch)
+    linked = symbols(os.path.join(top, "cypatch-build", "cypatch"), True)
+    per, seen = {}, set()
+    for lib in sorted(glob.glob(os.path.join(top, "prefix", "lib", "*.a"))):
+        names = set(symbols(lib, False)) - seen
+        seen |= names
+        per[os.path.basename(lib)] = sum(linked.get(n, 0) for n in names)
+    per["cypatch, musl and the runtime"] = sum(v for n, v in linked.items() if n not in seen)
+    return per
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=7)
@@ -88,6 +118,9 @@ def main():
     for label, _, _ in inputs:
         ka, kb = ("cmake", label), ("static", label)
         print("| %s | %s | %s | %.2f |" % (label, run.fmt_s(r[ka][0]), run.fmt_s(r[kb][0]), run.ratio(r, kb, ka)))
+    print("\n| x86_64: library | bytes of its symbols in the executable |\n|---|---|")
+    for lib, n in library_bytes("x86_64").items():
+        print("| %s | %d |" % (lib, n))
     for arch in ("x86_64", "aarch64"):
         t = build_times(arch)
         if t:
