@@ -34,6 +34,7 @@ def cases(binaries, inputs, scratch):
     """name -> (cmd, before) for each binary and input, and the output each writes."""
     out = {}
     for bname, binary in binaries.items():
+        os.makedirs(os.path.join(scratch, bname))
         for label, kind, path in inputs:
             dest = os.path.join(scratch, bname, label.replace(" ", "_"))
             if kind == "wheel":
