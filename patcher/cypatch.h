@@ -129,6 +129,9 @@ struct cp_patch_opts {
 	bool no_fallback;     /* refuse what strings cannot express */
 	bool keep_build_id;   /* leave the GNU build-id as it was */
 	bool no_fsync;        /* rename without waiting for the disk (util/write.h) */
+	bool full_check;      /* the check walks all of the output's code, not only
+			       * the functions that changed, and fails if the two
+			       * walks differ (scan/scan_splice.c) */
 	FILE *dry_run;        /* when set: print the plan there, write nothing */
 };
 
@@ -180,6 +183,7 @@ struct cp_repair_opts {
 	const char *outdir;     /* -w DIR */
 	bool no_fallback, keep_build_id;
 	bool no_fsync;          /* rename without waiting for the disk (util/write.h) */
+	bool full_check;        /* as struct cp_patch_opts's */
 	bool relax_requires;    /* widen cuda-python / cuda-bindings in METADATA */
 	bool keep_sources;      /* leave the Python sources' import statements alone */
 };

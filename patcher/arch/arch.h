@@ -69,6 +69,12 @@ struct cp_arch {
 	bool (*calls_nothing)(struct cp_dis *d, const struct cp_image *img, uint64_t addr);
 	cp_status (*code_walk)(const struct cp_image *img, uint64_t start, uint64_t end,
 			       const struct cp_code_visitor *v, cp_error *err);
+	/* Whether what code_walk reports for a function depends only on that
+	 * function's bytes and the image's tables, so that a function whose
+	 * bytes changed can be walked again alone (x86-64's linear walk; not
+	 * aarch64's, which solves each function with the jumps into it from
+	 * anywhere). */
+	bool walk_local;
 	cp_status (*frame_eval)(const struct cp_image *img, uint64_t start, uint64_t end, bool callee,
 				struct cp_frame *f, cp_error *err);
 

@@ -6,6 +6,7 @@
 #include "arch/code.h"
 #include "arch/frame.h"
 
+#include <elf.h>
 #include <string.h>
 
 cp_status cp_dis_open_arch(cp_dis *d, const struct cp_arch *arch, cp_error *err)
@@ -177,39 +178,54 @@ cp_status cp_frame_eval_callee(const cp_image *img, uint64_t start, uint64_t end
 	return img->arch->frame_eval(img, start, end, true, f, err);
 }
 
-static bool same_sections(const cp_image *a, const cp_image *b)
+static bool same_section(const struct cp_section *x, const struct cp_section *y)
 {
+	return !strcmp(x->name, y->name) && x->type == y->type && x->flags == y->flags && x->addr == y->addr &&
+	       x->offset == y->offset && x->size == y->size;
+}
+
+/* The end of the highest allocated section. */
+static uint64_t top(const cp_image *img)
+{
+	uint64_t t = 0;
 	size_t i;
 
-	if (a->nsec != b->nsec)
-		return false;
-	for (i = 0; i < a->nsec; i++) {
-		const struct cp_section *x = &a->sec[i], *y = &b->sec[i];
+	for (i = 0; i < img->nsec; i++)
+		if ((img->sec[i].flags & SHF_ALLOC) && img->sec[i].addr + img->sec[i].size > t)
+			t = img->sec[i].addr + img->sec[i].size;
+	return t;
+}
 
-		if (strcmp(x->name, y->name) || x->type != y->type || x->flags != y->flags || x->addr != y->addr ||
-		    x->offset != y->offset || x->size != y->size)
+/* The next allocated section from *i on (advancing *i past it), or NULL. */
+static const struct cp_section *next_alloc(const cp_image *img, size_t *i)
+{
+	while (*i < img->nsec && !(img->sec[*i].flags & SHF_ALLOC))
+		(*i)++;
+	return *i < img->nsec ? &img->sec[(*i)++] : NULL;
+}
+
+/* b's allocated sections are a's, and those it adds lie above all of a's
+ * (what is not loaded, the walk does not read). */
+static bool sections_extend(const cp_image *a, const cp_image *b, uint64_t above)
+{
+	size_t i = 0, k = 0;
+	const struct cp_section *x, *y;
+
+	while ((x = next_alloc(a, &i)))
+		if (!(y = next_alloc(b, &k)) || !same_section(x, y))
 			return false;
-	}
+	while ((y = next_alloc(b, &k)))
+		if (y->addr < above)
+			return false;
 	return true;
 }
 
-/* The walked sections' bytes (same_sections holds). */
-static bool same_code_bytes(const cp_image *a, const cp_image *b)
+/* b's function starts are a's, and any it adds lie above all of a's
+ * sections. */
+static bool funcs_extend(const cp_image *a, const cp_image *b, uint64_t above)
 {
-	size_t i;
-
-	for (i = 0; i < a->nsec; i++) {
-		const struct cp_section *s = &a->sec[i];
-		const uint8_t *x, *y;
-
-		if (!cp_section_is_code(s))
-			continue;
-		x = cp_image_bytes(a, s->offset, s->size);
-		y = cp_image_bytes(b, s->offset, s->size);
-		if (!x || !y || memcmp(x, y, s->size))
-			return false;
-	}
-	return true;
+	return b->nfunc >= a->nfunc && (!a->nfunc || !memcmp(a->func, b->func, a->nfunc * sizeof(*a->func))) &&
+	       (b->nfunc == a->nfunc || b->func[a->nfunc] >= above);
 }
 
 static bool same_name(const char *x, const char *y)
@@ -217,14 +233,20 @@ static bool same_name(const char *x, const char *y)
 	return !strcmp(x ? x : "", y ? y : "");
 }
 
-static bool same_slots(const struct cp_import_slot *x, size_t nx, const struct cp_import_slot *y, size_t ny)
+/* y's slots are x's, and any it adds lie above `above` (the stub's thunks
+ * read as PLT entries). */
+static bool slots_extend(const struct cp_import_slot *x, size_t nx, const struct cp_import_slot *y, size_t ny,
+			 uint64_t above)
 {
 	size_t i;
 
-	if (nx != ny)
+	if (ny < nx)
 		return false;
 	for (i = 0; i < nx; i++)
 		if (x[i].addr != y[i].addr || !same_name(x[i].name, y[i].name))
+			return false;
+	for (; i < ny; i++)
+		if (y[i].addr < above)
 			return false;
 	return true;
 }
@@ -242,12 +264,13 @@ static bool same_symbols(const cp_image *a, const cp_image *b)
 	return true;
 }
 
-bool cp_code_walk_same(const cp_image *a, const cp_image *b)
+bool cp_code_walk_tables_same(const cp_image *a, const cp_image *b)
 {
-	return same_sections(a, b) && a->nfunc == b->nfunc &&
-	       (!a->nfunc || !memcmp(a->func, b->func, a->nfunc * sizeof(*a->func))) &&
-	       same_slots(a->got, a->ngot, b->got, b->ngot) && same_slots(a->plt, a->nplt, b->plt, b->nplt) &&
-	       same_symbols(a, b) && same_code_bytes(a, b);
+	uint64_t above = top(a);
+
+	return a->arch == b->arch && sections_extend(a, b, above) && funcs_extend(a, b, above) &&
+	       slots_extend(a->got, a->ngot, b->got, b->ngot, above) &&
+	       slots_extend(a->plt, a->nplt, b->plt, b->nplt, above) && same_symbols(a, b);
 }
 
 bool cp_is_noreturn_name(const char *name)

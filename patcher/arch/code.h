@@ -51,7 +51,6 @@ struct cp_code_ref {
 			    * only a walk that follows values over branches
 			    * sets it (x86-64's linear walk guesses after a
 			    * jump and leaves it 0) */
-	char text[96];     /* the instruction as text, "mnemonic operands" */
 };
 
 /* A call (or a tail jump to an imported function). */
@@ -221,11 +220,11 @@ bool cp_walk_span(const struct cp_section *s, uint64_t start, uint64_t end, uint
 cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 		       const struct cp_code_visitor *v, cp_error *err);
 
-/* Whether cp_code_walk reports the same for a and b: everything it reads
- * (the code, the section table, the function starts, the symbol, GOT and
- * PLT names) is the same in both. A caller that keeps what the walk of a
- * reported may then use it for b, reading from b only what it took from
- * data itself. */
-bool cp_code_walk_same(const cp_image *a, const cp_image *b);
+/* Whether cp_code_walk reads the same tables in a and b, so that where
+ * their code bytes are the same it reports the same (for an architecture
+ * whose walk is local, struct cp_arch.walk_local): the same allocated
+ * sections, function starts, symbols, GOT and PLT slots, but b may add
+ * sections above all of a's, and function starts and slots in them. */
+bool cp_code_walk_tables_same(const cp_image *a, const cp_image *b);
 
 #endif

@@ -33,6 +33,9 @@ static const char usage[] =
 	"      --no-fsync              rename each wheel into place without waiting\n"
 	"                              for the disk: atomic for readers, but a power\n"
 	"                              loss may leave it empty (as cp and auditwheel)\n"
+	"      --full-check            the check walks all of each extension's code\n"
+	"                              again, and fails (exit 70) if that walk and the\n"
+	"                              walk of the changed functions disagree\n"
 	"      --json                  print a JSON summary on stdout\n"
 	"      --rules FILE            add a rules file to the built-in ones\n"
 	"  -h, --help                  show this help\n"
@@ -77,6 +80,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "no-fallback", no_argument, NULL, 'F' },
 		{ "keep-build-id", no_argument, NULL, 'K' },
 		{ "no-fsync", no_argument, NULL, 'N' },
+		{ "full-check", no_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -95,6 +99,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'F': o->r.no_fallback = true; break;
 		case 'K': o->r.keep_build_id = true; break;
 		case 'N': o->r.no_fsync = true; break;
+		case 'C': o->r.full_check = true; break;
 		case 'j': o->json = 1; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "repair", optarg))

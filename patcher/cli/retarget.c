@@ -40,6 +40,9 @@ static const char usage[] =
 	"                              for the disk: atomic for readers, but a power\n"
 	"                              loss may leave it empty (as cp and patchelf)\n"
 	"      --timings               print the seconds each stage took to stderr\n"
+	"      --full-check            the check walks all of the output's code again,\n"
+	"                              not only the functions an edit changed, and\n"
+	"                              fails (exit 70) if the two walks disagree\n"
 	"  -h, --help                  show this help\n"
 	"\n"
 	"What strings alone cannot express (import a.b.c used through attributes,\n"
@@ -52,7 +55,7 @@ static const char usage[] =
 struct opts {
 	const char *layout, *output, *input;
 	struct cli_rules rules;
-	int dry_run, in_place, no_fallback, keep_build_id, no_fsync, timings;
+	int dry_run, in_place, no_fallback, keep_build_id, no_fsync, timings, full_check;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -67,6 +70,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "keep-build-id", no_argument, NULL, 'K' },
 		{ "no-fsync", no_argument, NULL, 'N' },
 		{ "timings", no_argument, NULL, 'T' },
+		{ "full-check", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -88,6 +92,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'K': o->keep_build_id = 1; break;
 		case 'N': o->no_fsync = 1; break;
 		case 'T': o->timings = 1; break;
+		case 'C': o->full_check = 1; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "--target-layout", optarg))
 				return CP_E_USAGE;
@@ -157,6 +162,7 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 	po.no_fallback = o->no_fallback;
 	po.keep_build_id = o->keep_build_id;
 	po.no_fsync = o->no_fsync;
+	po.full_check = o->full_check;
 	if (o->dry_run) {
 		po.dry_run = stdout;
 		printf("%s: the plan for the %s layout:\n", o->input, o->layout);

@@ -121,7 +121,7 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 			st = cp_emit_write(&d, w->fd, target, !o->no_fsync, err);
 		lap(res, CP_STAGE_WRITE, t0);
 		if (!st)
-			st = cp_rescan(img, scan, plan, w->tmp, &d, err);
+			st = cp_rescan(img, scan, plan, w->tmp, &d, o->full_check, err);
 		lap(res, CP_STAGE_CHECK, t0);
 		/* the input read whole and unchanged up to here, or no output */
 		if (!st)

@@ -241,12 +241,12 @@ static cp_status output_failed(cp_status st, const char *path, const char *name,
 }
 
 cp_status cp_rescan(const cp_image *in, const cp_scan *in_scan, const struct cp_plan *plan,
-		   const char *path, const struct cp_delta *d, cp_error *err)
+		   const char *path, const struct cp_delta *d, bool full_check, cp_error *err)
 {
 	cp_image *img = NULL;
 	cp_scan *scan = NULL;
 	struct unchanged u = { in, NULL, in_scan, d };
-	struct cp_scan_skip skip = { unchanged_window, &u, NULL };
+	struct cp_scan_skip skip = { unchanged_window, &u, in_scan, in, full_check };
 	cp_status st = runs_planned(in, plan, d, in->path, err);
 
 	if (!st)
@@ -256,9 +256,6 @@ cp_status cp_rescan(const cp_image *in, const cp_scan *in_scan, const struct cp_
 	if (!st)
 		st = operands_decode(img, in->path, plan, err);
 	u.out = img;
-	/* a string rewrite leaves the code as it was: not walked again */
-	if (!st && cp_code_walk_same(in, img))
-		skip.code = in_scan;
 	if (!st)
 		st = output_failed(cp_scan_run_skipping(img, in_scan->rules, &skip, &scan, err), path, in->path,
 				   err);

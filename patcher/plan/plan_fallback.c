@@ -111,33 +111,29 @@ static void add_site(struct fb *f, uint64_t addr, int redirect, bool load)
 	f->sites[f->nsites++].load = load;
 }
 
-static void on_call(void *ctx, const struct cp_call *c)
+/* A call of a redirected function goes to its thunk instead. A load of
+ * a redirected function's GOT slot takes the thunk's address instead where
+ * the machine can say so (so whatever the register feeds calls the stub);
+ * any other use of the slot is refused. */
+static void on_use(struct fb *f, const struct cp_slot_use *u)
 {
-	struct fb *f = ctx;
-	int r = redirect_of(c->name);
-
-	if (r < 0 || in_plt(f->pl->img, c->addr) || !f->need[r])
-		return;
-	add_site(f, c->addr, r, false);
-}
-
-/* A load of a redirected function's GOT slot takes the thunk's address
- * instead where the machine can say so (so whatever the register feeds
- * calls the stub); any other use of the slot is refused. */
-static void on_ref(void *ctx, const struct cp_code_ref *r)
-{
-	struct fb *f = ctx;
+	int r = redirect_of(u->name);
 	size_t i;
 
-	if (in_plt(f->pl->img, r->addr))
+	if (in_plt(f->pl->img, u->addr))
 		return;
+	if (u->name) {
+		if (r >= 0 && f->need[r])
+			add_site(f, u->addr, r, false);
+		return;
+	}
 	for (i = 0; i < NREDIRECTS; i++) {
-		if (!f->need[i] || !f->slot[redirects[i].api] || r->target != f->slot[redirects[i].api])
+		if (!f->need[i] || !f->slot[redirects[i].api] || u->slot != f->slot[redirects[i].api])
 			continue;
-		if (r->kind == CP_REF_LOAD && f->pl->img->arch->load_rewrite)
-			add_site(f, r->addr, (int)i, true);
+		if (u->ref == CP_REF_LOAD && f->pl->img->arch->load_rewrite)
+			add_site(f, u->addr, (int)i, true);
 		else if (!f->bad_ref)
-			f->bad_ref = r->addr;
+			f->bad_ref = u->addr;
 	}
 }
 
@@ -481,22 +477,18 @@ static cp_status check_scan(const cp_image *img, const cp_scan *scan, cp_error *
 	return CP_OK;
 }
 
-/* The GOT slots, and the calls to redirect (a walk of all code). */
+/* The GOT slots, and the calls to redirect (from the scan's walk). */
 static cp_status find_sites(struct fb *f)
 {
-	struct cp_code_visitor v;
 	cp_status st = find_slots(f);
+	size_t i;
 
 	/* any Python-level import may be `from cuda import cuda` (the strings
 	 * cannot always tell): the helper sees them all, and acts on failures */
 	if (f->slot[CP_FB_IMPORT_LEVEL])
 		f->need[CP_FB_IMPORT_LEVEL] = true;
-	memset(&v, 0, sizeof(v));
-	v.on_call = on_call;
-	v.on_ref = on_ref;
-	v.ctx = f;
-	if (!st)
-		st = cp_code_walk(f->pl->img, 0, 0, &v, f->pl->err);
+	for (i = 0; !st && i < f->pl->scan->nuses; i++)
+		on_use(f, &f->pl->scan->uses[i]);
 	if (!st && f->oom)
 		st = cp_plan_oom(f->pl);
 	if (!st && !f->nsites)

@@ -133,6 +133,7 @@ static cp_status patch_member(struct job *j, size_t i, struct cp_repair_member *
 	po.no_fallback = j->o->no_fallback;
 	po.keep_build_id = j->o->keep_build_id;
 	po.no_fsync = true; /* a scratch file, read back and removed */
+	po.full_check = j->o->full_check;
 	st = cp_patch_file(in, out, j->rules, &po, &x->r, j->err);
 	if (!st && x->r.outcome == CP_PATCHED) {
 		st = slurp(out, &j->data[i], &j->len[i], j->err);

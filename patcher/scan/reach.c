@@ -60,50 +60,6 @@ struct cp_reach {
 	size_t nstack, capstack;
 };
 
-static int by_target(const void *a, const void *b)
-{
-	const struct cp_jump *x = a, *y = b;
-
-	return x->to < y->to ? -1 : x->to > y->to;
-}
-
-struct jumps_ctx {
-	struct cp_jump *v;
-	size_t n, cap;
-	bool oom;
-};
-
-static void on_jump(void *ctx, uint64_t from, uint64_t to)
-{
-	struct jumps_ctx *c = ctx;
-
-	if (CP_GROW(c->v, c->cap, c->n + 1)) {
-		c->oom = true;
-		return;
-	}
-	c->v[c->n].from = from;
-	c->v[c->n++].to = to;
-}
-
-cp_status cp_reach_jumps(const cp_image *img, struct cp_jump **out, size_t *n, cp_error *err)
-{
-	struct jumps_ctx c = { NULL, 0, 0, false };
-	struct cp_code_visitor v = { NULL, NULL, &c, on_jump, NULL };
-	cp_status st = cp_code_walk(img, 0, 0, &v, err);
-
-	if (!st && c.oom)
-		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
-	if (st) {
-		free(c.v);
-		return st;
-	}
-	if (c.n)
-		qsort(c.v, c.n, sizeof(*c.v), by_target);
-	*out = c.v;
-	*n = c.n;
-	return CP_OK;
-}
-
 cp_status cp_reach_open(const cp_image *img, const struct cp_jump *jumps, size_t njumps, cp_reach **out,
 			cp_error *err)
 {

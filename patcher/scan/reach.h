@@ -15,13 +15,11 @@
 #include "util/error.h"
 #include "elf/image.h"
 
-/* A direct jump, conditional or not, anywhere in the image's code. */
+/* A direct jump, conditional or not, anywhere in the image's code (the
+ * scan's walk collects them all, sorted by target). */
 struct cp_jump {
 	uint64_t from, to;
 };
-
-/* Every direct jump of the image, sorted by target. */
-cp_status cp_reach_jumps(const cp_image *img, struct cp_jump **out, size_t *n, cp_error *err);
 
 enum cp_reach_kind {
 	CP_REACH_UNKNOWN,

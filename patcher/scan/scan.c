@@ -58,7 +58,6 @@ static cp_status add_literal_ref(cp_scan *s, const struct cp_string *str, enum c
 {
 	const char *value = (const char *)s->img->data + str->off;
 	struct cp_ref *r = cp_scan_add_ref(s, kind, err);
-	size_t i;
 
 	if (!r)
 		return err->code;
@@ -71,10 +70,7 @@ static cp_status add_literal_ref(cp_scan *s, const struct cp_string *str, enum c
 	r->loc.length = str->len;
 	if (!r->module || !r->value)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	for (i = 0; i < str->nsites; i++)
-		if (cp_ref_add_site(r, &str->sites[i], err))
-			return err->code;
-	return CP_OK;
+	return cp_ref_add_sites(r, str->sites, str->nsites, err);
 }
 
 static cp_status literal_refs(cp_scan *s, cp_error *err)
@@ -222,7 +218,8 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 	if (!st)
 		st = cp_dis_open(&s->dis, img, err);
 	if (!st)
-		st = skip && skip->code ? cp_scan_code_from(s, skip->code, err) : cp_scan_code(s, err);
+		st = skip && skip->code ? cp_scan_code_from(s, skip->code, skip->code_img, skip->full_check, err)
+					: cp_scan_code(s, err);
 	if (!st)
 		st = cp_scan_blobs(s, err);
 	if (!st)
@@ -285,10 +282,6 @@ void cp_scan_free(cp_scan *s)
 	}
 	for (i = 0; i < s->nstrs; i++)
 		free(s->strs[i].sites);
-	for (i = 0; i < s->nblocks; i++) {
-		free(s->blocks[i].module);
-		free(s->blocks[i].loads);
-	}
 	for (i = 0; i < s->nnotes; i++)
 		free(s->notes[i]);
 	for (i = 0; i < s->npynames; i++)
@@ -302,10 +295,7 @@ void cp_scan_free(cp_scan *s)
 	free(s->refs);
 	free(s->blobs);
 	free(s->strs);
-	free(s->calls);
-	free(s->xrefs);
-	free(s->derived);
-	free(s->blocks);
+	cp_scan_free_walk(s);
 	free(s->notes);
 	free(s->path);
 	free(s);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include "cython/blob.h"
 #include "arch/code.h"
+#include "scan/reach.h"
 #include "elf/image.h"
 #include "rules/rules.h"
 
@@ -142,6 +143,53 @@ struct cp_scan_call {
 	struct cp_val arg[6];
 };
 
+/* A use of an imported function the walk saw, in the walk's order: a
+ * call or tail jump that names it (name), or an instruction whose
+ * PC-relative operand is a GOT slot (slot, ref). What the fallback plan
+ * redirects, kept so that it need not walk the code again. */
+struct cp_slot_use {
+	uint64_t addr;
+	const char *name;          /* a call: the function's name, else NULL */
+	uint64_t slot;             /* an operand: the GOT slot */
+	enum cp_insn_ref_kind ref; /* an operand: how it is used */
+};
+
+/* An instruction that reaches the start of one of the image's functions,
+ * in the walk's order: a call (with the walk's values of the argument
+ * registers), a jump, or an operand (the function's address taken). What
+ * the import-name pass follows into functions that pass their argument on
+ * as an import's name (scan_pyimports.c). */
+enum cp_func_use_kind { CP_FUSE_CALL, CP_FUSE_JUMP, CP_FUSE_REF };
+
+struct cp_func_use {
+	uint64_t addr, target;
+	enum cp_func_use_kind kind;
+	struct cp_val arg[6];      /* CP_FUSE_CALL */
+};
+
+/* What the walk's findings in a stretch of code depend on besides its
+ * bytes: the import block still open (scan_code.c), normalised so that
+ * two walks that will find the same from here on compare equal. */
+#define CP_WALK_PENDING 8
+struct cp_walk_state {
+	uint64_t block;      /* the open block's import call; 0: none, or it is full */
+	size_t nloads;
+	bool clean;
+	uint64_t last_break, func_end;
+	size_t npending;     /* above CP_WALK_PENDING: not kept, equal to none */
+	uint64_t pending[CP_WALK_PENDING];
+};
+
+/* A unit of the walk (a function, or the code of a walked section before
+ * its first function) and where the walk stood when it entered it: what
+ * lets the check walk only the functions an edit changed (scan_splice.c). */
+struct cp_walk_mark {
+	uint64_t start, end;
+	size_t ncalls, nuses, nfuses, nderived, nblocks; /* findings before it */
+	size_t nloads;                                  /* loads of the block open then */
+	struct cp_walk_state state;
+};
+
 /* A load of a writable, non-GOT address: what it reads, and where. */
 struct cp_block_load {
 	uint64_t target, at;
@@ -176,6 +224,15 @@ struct cp_scan {
 	size_t nxrefs, capxrefs;
 	struct cp_derived *derived; /* references made from another's address */
 	size_t nderived, capderived;
+	struct cp_jump *jumps;     /* every direct jump, by target (for reach.h) */
+	size_t njumps, capjumps;
+	struct cp_slot_use *uses;  /* uses of imported functions, by address */
+	size_t nuses, capuses;
+	struct cp_func_use *fuses; /* uses of the image's function starts */
+	size_t nfuses, capfuses;
+	struct cp_walk_mark *marks; /* the walk's units, in its order; NULL when
+				     * the walk cannot be taken apart */
+	size_t nmarks;
 	cp_dis dis;                /* for describing sites */
 	struct cp_import_block *blocks;
 	size_t nblocks, capblocks;
@@ -218,13 +275,16 @@ struct cp_scan {
 
 /* What the check knows of the output from the input's scan (emit/rescan.c):
  * which windows of a section the string search may pass over (they hold no
- * needle), and, when code is not NULL, a scan of an image whose code walk
- * finds what this one's would (the same code, sections, function starts
- * and names): its findings are taken instead of walking again. */
+ * needle in the input and no edit touched them), and the input's scan and
+ * image, whose walk's findings are taken for every function whose bytes
+ * are the same (scan_splice.c); full_check walks all code again as well
+ * and fails when the two differ. */
 struct cp_scan_skip {
 	bool (*window)(const void *ctx, size_t sec, uint64_t from, uint64_t to);
 	const void *ctx;
 	const struct cp_scan *code;
+	const cp_image *code_img;
+	bool full_check;
 };
 
 /* As cp_scan_run, but the string search passes over the windows skip
@@ -243,14 +303,20 @@ bool cp_scan_is_module(const cp_image *img);
 /* scan_strings.c: literals holding a mapped name, outside blobs. */
 cp_status cp_scan_strings(cp_scan *s, cp_error *err);
 
-/* scan_code.c: the code walk: sites of strings, calls, import blocks. */
+/* scan_code.c: the code walk: sites of strings, calls, import blocks,
+ * jumps and uses of imported functions. */
 cp_status cp_scan_code(cp_scan *s, cp_error *err);
 
-/* scan_code.c: the code walk's findings taken from `from`, a scan of an
- * image with the same code (struct cp_scan_skip); the module names of the
- * import blocks are read from s's image. The calls' names point into
- * from's image, which must outlive s. */
-cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, cp_error *err);
+/* scan_code.c: frees what the code walk added to s (cp_scan_free does). */
+void cp_scan_free_walk(cp_scan *s);
+
+/* scan_splice.c: the code walk's findings for s's image from `from`, the
+ * scan of from_img: the functions whose bytes differ are walked again, the
+ * rest taken; the whole code is walked when the two images' tables differ
+ * or the architecture's walk is not local. The calls' names point into
+ * from_img, which must outlive s. */
+cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, const cp_image *from_img, bool full_check,
+			    cp_error *err);
 
 /* scan_code.c: references from relocations (tables of pointers). */
 cp_status cp_scan_relocs(cp_scan *s, cp_error *err);
@@ -332,6 +398,7 @@ bool cp_ref_is_live(const struct cp_ref *r);
 struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va);
 struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err);
 cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err);
+cp_status cp_ref_add_sites(struct cp_ref *r, const struct cp_site *sites, size_t n, cp_error *err);
 cp_status cp_scan_note(cp_scan *s, cp_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 char *cp_strndup(const char *s, size_t n);
 bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len);

@@ -1,33 +1,23 @@
 /*
  * scan_code.c - the code walk and the relocation pass of a scan.
  *
- * The walk keeps three things: every RIP-relative lea into data (the sites
- * that a string can have in code), the calls that import code makes, and
- * for each PyImport_ImportModule call the data words loaded after it (Cython
- * 3.2+ fetches its import-signature constant from the string table there).
+ * The walk keeps what every later pass needs, so that the code is read
+ * once: every RIP-relative lea into data (the sites that a string can have
+ * in code), the calls that import code makes, for each
+ * PyImport_ImportModule call the data words loaded after it (Cython 3.2+
+ * fetches its import-signature constant from the string table there),
+ * every direct jump (reach.h's predecessors), every use of an imported
+ * function (the fallback plan's sites) and every use of a function's start
+ * (the import-name pass's forwarders).
  */
-#include "scan/scan.h"
+#include "scan/scan_walk.h"
 #include "cython/cython.h"
 #include "util/error.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_BLOCK_LOADS 4 /* the constant is loaded right after the import */
-#define MAX_PENDING 64
-
-struct walk_ctx {
-	cp_scan *s;
-	bool oom;
-	struct cp_import_block *block; /* open block, or NULL */
-	/* whether the walk's position is reached from the open block's import
-	 * with no call on the way (see advance) */
-	bool clean;
-	uint64_t last_break, func_end;
-	uint64_t pending[MAX_PENDING]; /* targets of forward jumps from clean code */
-	size_t npending;
-};
 
 /*
  * Cython 3.2+ loads the import-signature constant right after the import,
@@ -43,7 +33,7 @@ struct walk_ctx {
  * target of a jump made from clean code is clean again up to the next call,
  * jmp or ret.
  */
-static void advance(struct walk_ctx *c, uint64_t addr)
+static void advance(struct cp_walk *c, uint64_t addr)
 {
 	size_t i, k = 0;
 
@@ -56,10 +46,70 @@ static void advance(struct walk_ctx *c, uint64_t addr)
 	c->npending = k;
 }
 
-static void stop(struct walk_ctx *c, uint64_t addr)
+static void stop(struct cp_walk *c, uint64_t addr)
 {
 	c->clean = false;
 	c->last_break = addr;
+}
+
+void cp_walk_state(const struct cp_walk *w, struct cp_walk_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	/* with no block open, or a full one, nothing else is read before the
+	 * next import sets it all */
+	if (!w->block || w->block->nloads >= CP_MAX_BLOCK_LOADS)
+		return;
+	st->block = w->block->call;
+	st->nloads = w->block->nloads;
+	st->clean = w->clean;
+	st->last_break = w->last_break;
+	st->func_end = w->func_end;
+	st->npending = w->npending;
+	if (w->npending <= CP_WALK_PENDING)
+		memcpy(st->pending, w->pending, w->npending * sizeof(*w->pending));
+}
+
+bool cp_walk_state_equal(const struct cp_walk_state *a, const struct cp_walk_state *b)
+{
+	return a->block == b->block && a->nloads == b->nloads && a->clean == b->clean &&
+	       a->last_break == b->last_break && a->func_end == b->func_end && a->npending == b->npending &&
+	       a->npending <= CP_WALK_PENDING && !memcmp(a->pending, b->pending, a->npending * sizeof(*a->pending));
+}
+
+void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st)
+{
+	size_t i;
+
+	w->block = NULL;
+	for (i = w->s->nblocks; st->block && i-- > 0 && !w->block;)
+		if (w->s->blocks[i].call == st->block)
+			w->block = &w->s->blocks[i];
+	assert(!st->block || (w->block && w->block->nloads == st->nloads));
+	assert(st->npending <= CP_WALK_PENDING);
+	w->clean = st->clean;
+	w->last_break = st->last_break;
+	w->func_end = st->func_end;
+	w->npending = st->npending;
+	memcpy(w->pending, st->pending, st->npending * sizeof(*st->pending));
+}
+
+static void record_mark(struct cp_walk *w, struct cp_walk_mark *m)
+{
+	const cp_scan *s = w->s;
+
+	m->ncalls = s->ncalls;
+	m->nuses = s->nuses;
+	m->nfuses = s->nfuses;
+	m->nderived = s->nderived;
+	m->nblocks = s->nblocks;
+	cp_walk_state(w, &m->state);
+}
+
+/* Before anything at addr: the units entered on the way get the state. */
+static void enter_to(struct cp_walk *w, uint64_t addr)
+{
+	while (w->marking && w->next_mark < w->s->nmarks && w->s->marks[w->next_mark].start <= addr)
+		record_mark(w, &w->s->marks[w->next_mark++]);
 }
 
 static bool is_data(const cp_image *img, uint64_t va)
@@ -69,12 +119,62 @@ static bool is_data(const cp_image *img, uint64_t va)
 	return sec && !(sec->flags & SHF_EXECINSTR);
 }
 
+static void add_use(struct cp_walk *c, uint64_t addr, const char *name, uint64_t slot,
+		    enum cp_insn_ref_kind ref)
+{
+	cp_scan *s = c->s;
+
+	if (CP_GROW(s->uses, s->capuses, s->nuses + 1)) {
+		c->oom = true;
+		return;
+	}
+	s->uses[s->nuses].addr = addr;
+	s->uses[s->nuses].name = name;
+	s->uses[s->nuses].slot = slot;
+	s->uses[s->nuses++].ref = ref;
+}
+
+static bool is_func_start(const cp_image *img, uint64_t va)
+{
+	size_t i = cp_image_func_after(img, va);
+
+	return i > 0 && img->func[i - 1] == va;
+}
+
+static void add_func_use(struct cp_walk *c, uint64_t addr, uint64_t target, enum cp_func_use_kind kind,
+			 const struct cp_val *arg)
+{
+	cp_scan *s = c->s;
+	struct cp_func_use *u;
+
+	if (!is_func_start(s->img, target))
+		return;
+	if (CP_GROW(s->fuses, s->capfuses, s->nfuses + 1)) {
+		c->oom = true;
+		return;
+	}
+	u = &s->fuses[s->nfuses++];
+	memset(u, 0, sizeof(*u));
+	u->addr = addr;
+	u->target = target;
+	u->kind = kind;
+	if (arg)
+		memcpy(u->arg, arg, sizeof(u->arg));
+}
+
 static void on_ref(void *ctx, const struct cp_code_ref *r)
 {
-	struct walk_ctx *c = ctx;
+	struct cp_walk *c = ctx;
 	cp_scan *s = c->s;
 	const struct cp_section *sec;
-	struct cp_import_block *b = c->block;
+	struct cp_import_block *b;
+
+	enter_to(c, r->addr);
+	b = c->block;
+
+	if (cp_image_got_name(s->img, r->target))
+		add_use(c, r->addr, NULL, r->target, r->kind);
+	add_func_use(c, r->addr, r->target, CP_FUSE_REF, NULL);
 
 	if (r->base) {
 		if (CP_GROW(s->derived, s->capderived, s->nderived + 1)) {
@@ -97,7 +197,7 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 		s->nxrefs++;
 		return;
 	}
-	if (r->kind != CP_REF_LOAD || !b || b->nloads >= MAX_BLOCK_LOADS)
+	if (r->kind != CP_REF_LOAD || !b || b->nloads >= CP_MAX_BLOCK_LOADS)
 		return;
 	advance(c, r->addr);
 	sec = cp_image_section_at(s->img, r->target);
@@ -137,7 +237,7 @@ static const char *module_named(const cp_scan *s, const struct cp_val *arg0)
 	return arg0->kind == CP_V_ADDR ? cp_image_cstring(s->img, arg0->v, 4096) : NULL;
 }
 
-static void open_block(struct walk_ctx *c, const struct cp_call *call)
+static void open_block(struct cp_walk *c, const struct cp_call *call)
 {
 	cp_scan *s = c->s;
 	struct cp_import_block *b;
@@ -164,16 +264,28 @@ static void open_block(struct walk_ctx *c, const struct cp_call *call)
 
 static void on_jump(void *ctx, uint64_t addr, uint64_t target)
 {
-	struct walk_ctx *c = ctx;
+	struct cp_walk *c = ctx;
+	cp_scan *s = c->s;
 
+	enter_to(c, addr);
+
+	if (CP_GROW(s->jumps, s->capjumps, s->njumps + 1)) {
+		c->oom = true;
+		return;
+	}
+	s->jumps[s->njumps].from = addr;
+	s->jumps[s->njumps++].to = target;
+	add_func_use(c, addr, target, CP_FUSE_JUMP, NULL);
 	advance(c, addr);
-	if (c->block && c->clean && target > addr && c->npending < MAX_PENDING)
+	if (c->block && c->clean && target > addr && c->npending < CP_MAX_PENDING)
 		c->pending[c->npending++] = target;
 }
 
 static void on_end(void *ctx, uint64_t addr)
 {
-	struct walk_ctx *c = ctx;
+	struct cp_walk *c = ctx;
+
+	enter_to(c, addr);
 
 	advance(c, addr);
 	stop(c, addr);
@@ -181,12 +293,16 @@ static void on_end(void *ctx, uint64_t addr)
 
 static void on_call(void *ctx, const struct cp_call *call)
 {
-	struct walk_ctx *c = ctx;
+	struct cp_walk *c = ctx;
 	cp_scan *s = c->s;
 	struct cp_scan_call *k;
 
+	enter_to(c, call->addr);
 	advance(c, call->addr);
 	stop(c, call->addr);
+	if (call->name)
+		add_use(c, call->addr, call->name, 0, CP_REF_OTHER);
+	add_func_use(c, call->addr, call->target, CP_FUSE_CALL, call->arg);
 	if (!wanted_call(call))
 		return;
 	if (CP_GROW(s->calls, s->capcalls, s->ncalls + 1)) {
@@ -210,74 +326,149 @@ static int by_target(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-cp_status cp_scan_code(cp_scan *s, cp_error *err)
+static int jump_by_target(const void *a, const void *b)
 {
-	struct walk_ctx c;
-	struct cp_code_visitor v = { on_ref, on_call, &c, on_jump, on_end };
-	cp_status st;
+	const struct cp_jump *x = a, *y = b;
 
-	memset(&c, 0, sizeof(c));
-	c.s = s;
-	st = cp_code_walk(s->img, 0, 0, &v, err);
-	if (st)
-		return st;
-	if (c.oom)
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	if (s->nxrefs)
-		qsort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), by_target);
-	return CP_OK;
+	if (x->to != y->to)
+		return x->to < y->to ? -1 : 1;
+	return x->from < y->from ? -1 : x->from > y->from;
 }
 
-static void *copy_of(const void *src, size_t n, size_t size)
+void cp_walk_start(struct cp_walk *w, cp_scan *s, bool marking, struct cp_code_visitor *v)
 {
-	void *p = n ? malloc(n * size) : NULL;
-
-	if (p)
-		memcpy(p, src, n * size);
-	return p;
+	memset(w, 0, sizeof(*w));
+	w->s = s;
+	w->marking = marking && s->marks;
+	memset(v, 0, sizeof(*v));
+	v->on_ref = on_ref;
+	v->on_call = on_call;
+	v->ctx = w;
+	v->on_jump = on_jump;
+	v->on_end = on_end;
 }
 
-/* Block b of `from` again: its loads as they were, its module's name as
- * s's image now holds it (the one thing the walk's findings read from
- * data, and what an edit changes). */
-static bool copy_block(cp_scan *s, const struct cp_import_block *b)
+static bool add_unit(cp_scan *s, size_t *cap, uint64_t start, uint64_t end)
 {
-	struct cp_import_block *c = &s->blocks[s->nblocks];
-	const char *m = NULL;
-	size_t k;
-
-	memset(c, 0, sizeof(*c));
-	c->call = b->call;
-	for (k = 0; k < s->ncalls && !m; k++)
-		if (s->calls[k].addr == b->call)
-			m = module_named(s, &s->calls[k].arg[0]);
-	if ((m && !(c->module = strdup(m))) || (b->nloads && !(c->loads = copy_of(b->loads, b->nloads,
-										       sizeof(*b->loads)))))
+	/* one more than the units: the end */
+	if (CP_GROW(s->marks, *cap, s->nmarks + 2))
 		return false;
-	c->nloads = c->caploads = b->nloads;
-	s->nblocks++;
+	memset(&s->marks[s->nmarks], 0, sizeof(*s->marks));
+	s->marks[s->nmarks].start = start;
+	s->marks[s->nmarks++].end = end;
 	return true;
 }
 
-cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, cp_error *err)
+static void drop_units(cp_scan *s)
+{
+	free(s->marks);
+	s->marks = NULL;
+	s->nmarks = 0;
+}
+
+bool cp_walk_units(cp_scan *s, const cp_image *img)
+{
+	size_t i, k, cap = 0;
+	uint64_t a, b, last = 0;
+	bool ok = true;
+
+	for (i = 0; ok && i < img->nsec; i++) {
+		if (!cp_walk_span(&img->sec[i], 0, 0, &a, &b))
+			continue;
+		if (a < last) {
+			drop_units(s); /* the walk's order is not the addresses' */
+			return true;
+		}
+		last = b;
+		for (k = cp_image_func_after(img, a); ok && a < b; k++) {
+			uint64_t end = k < img->nfunc && img->func[k] < b ? img->func[k] : b;
+
+			if (end > a)
+				ok = add_unit(s, &cap, a, end);
+			a = end;
+		}
+	}
+	if (ok && s->marks && (ok = add_unit(s, &cap, UINT64_MAX, UINT64_MAX)))
+		s->nmarks--; /* the end is marks[nmarks] */
+	if (!ok)
+		drop_units(s);
+	return ok;
+}
+
+cp_status cp_walk_end(struct cp_walk *w, cp_error *err)
+{
+	cp_scan *s = w->s;
+
+	if (w->marking) {
+		while (w->next_mark < s->nmarks)
+			record_mark(w, &s->marks[w->next_mark++]);
+		record_mark(w, &s->marks[s->nmarks]);
+	}
+	if (w->oom)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	if (s->nxrefs)
+		qsort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), by_target);
+	if (s->njumps)
+		qsort(s->jumps, s->njumps, sizeof(*s->jumps), jump_by_target);
+	return CP_OK;
+}
+
+cp_status cp_scan_code(cp_scan *s, cp_error *err)
+{
+	struct cp_walk w;
+	struct cp_code_visitor v;
+	cp_status st;
+
+	if (s->img->arch->walk_local && !cp_walk_units(s, s->img))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	cp_walk_start(&w, s, true, &v);
+	st = cp_code_walk(s->img, 0, 0, &v, err);
+	return st ? st : cp_walk_end(&w, err);
+}
+
+void cp_scan_free_walk(cp_scan *s)
 {
 	size_t i;
 
-	s->xrefs = copy_of(from->xrefs, from->nxrefs, sizeof(*from->xrefs));
-	s->derived = copy_of(from->derived, from->nderived, sizeof(*from->derived));
-	s->calls = copy_of(from->calls, from->ncalls, sizeof(*from->calls));
-	s->blocks = from->nblocks ? calloc(from->nblocks, sizeof(*s->blocks)) : NULL;
-	if ((from->nxrefs && !s->xrefs) || (from->nderived && !s->derived) || (from->ncalls && !s->calls) ||
-	    (from->nblocks && !s->blocks))
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	s->nxrefs = s->capxrefs = from->nxrefs;
-	s->nderived = s->capderived = from->nderived;
-	s->ncalls = s->capcalls = from->ncalls;
-	s->capblocks = from->nblocks;
-	for (i = 0; i < from->nblocks; i++)
-		if (!copy_block(s, &from->blocks[i]))
-			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	return CP_OK;
+	for (i = 0; i < s->nblocks; i++) {
+		free(s->blocks[i].module);
+		free(s->blocks[i].loads);
+	}
+	free(s->blocks);
+	free(s->calls);
+	free(s->xrefs);
+	free(s->derived);
+	free(s->jumps);
+	free(s->uses);
+	free(s->fuses);
+	free(s->marks);
+}
+
+bool cp_walk_copy_block(cp_scan *s, const struct cp_import_block *b, uint64_t from, uint64_t to)
+{
+	struct cp_import_block *c;
+	const char *m = NULL;
+	size_t k;
+
+	if (CP_GROW(s->blocks, s->capblocks, s->nblocks + 1))
+		return false;
+	c = &s->blocks[s->nblocks];
+	memset(c, 0, sizeof(*c));
+	c->call = b->call;
+	for (k = s->ncalls; k-- > 0 && !m;)
+		if (s->calls[k].addr == b->call)
+			m = module_named(s, &s->calls[k].arg[0]);
+	if (m && !(c->module = strdup(m)))
+		return false;
+	s->nblocks++;
+	for (k = 0; k < b->nloads; k++) {
+		if (b->loads[k].at < from || b->loads[k].at >= to)
+			continue;
+		if (CP_GROW(c->loads, c->caploads, c->nloads + 1))
+			return false;
+		c->loads[c->nloads++] = b->loads[k];
+	}
+	return true;
 }
 
 size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first)
@@ -325,39 +516,87 @@ unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t wh
 	return 0;
 }
 
-/* Attaches relocation sites to the strings they point at. */
+/* A string's address and index, to look strings up by address. */
+struct str_at {
+	uint64_t va;
+	size_t i;
+};
+
+static int by_va(const void *a, const void *b)
+{
+	const struct str_at *x = a, *y = b;
+
+	if (x->va != y->va)
+		return x->va < y->va ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The strings at exactly va: [*first, *first + n) of idx (sorted by_va). */
+static size_t strings_at(const struct str_at *idx, size_t nidx, uint64_t va, size_t *first)
+{
+	size_t lo = 0, hi = nidx, n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (idx[mid].va < va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*first = lo;
+	for (n = 0; lo + n < nidx && idx[lo + n].va == va; n++)
+		;
+	return n;
+}
+
+static cp_status add_reloc_site(cp_scan *s, struct cp_string *str, const struct cp_reloc *r, cp_error *err)
+{
+	struct cp_site site;
+
+	memset(&site, 0, sizeof(site));
+	site.addr = r->offset;
+	if (!cp_scan_table_length(s, s->img, r->offset, str->len, &site.len_addr))
+		site.len_addr = 0;
+	site.kind = site.len_addr ? CP_SITE_TABLE : CP_SITE_RELOC;
+	snprintf(site.text, sizeof(site.text), "%s at %#llx%s", s->img->arch->reloc_name(r->type),
+		 (unsigned long long)r->offset, site.len_addr ? " (string table entry, length follows)" : "");
+	if (CP_GROW(str->sites, str->capsites, str->nsites + 1))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	str->sites[str->nsites++] = site;
+	return CP_OK;
+}
+
+/* Attaches relocation sites, then code sites, to the strings they point
+ * at (each string's sites in relocation order: a lookup by address). */
 cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 {
-	size_t i, j;
+	struct str_at *idx = s->nstrs ? malloc(s->nstrs * sizeof(*idx)) : NULL;
+	size_t i, j, first, n;
+	cp_status st = CP_OK;
 
-	for (i = 0; i < s->img->nrel; i++) {
+	if (s->nstrs && !idx)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	for (j = 0; j < s->nstrs; j++) {
+		idx[j].va = s->strs[j].va;
+		idx[j].i = j;
+	}
+	if (s->nstrs)
+		qsort(idx, s->nstrs, sizeof(*idx), by_va);
+	for (i = 0; !st && i < s->img->nrel; i++) {
 		const struct cp_reloc *r = &s->img->rel[i];
 
 		if (r->kind != CP_RELOC_RELATIVE)
 			continue;
-		for (j = 0; j < s->nstrs; j++) {
-			struct cp_string *str = &s->strs[j];
-			struct cp_site site;
-
-			if ((uint64_t)r->addend != str->va)
-				continue;
-			memset(&site, 0, sizeof(site));
-			site.addr = r->offset;
-			if (!cp_scan_table_length(s, s->img, r->offset, str->len, &site.len_addr))
-				site.len_addr = 0;
-			site.kind = site.len_addr ? CP_SITE_TABLE : CP_SITE_RELOC;
-			snprintf(site.text, sizeof(site.text), "%s at %#llx%s", s->img->arch->reloc_name(r->type),
-				 (unsigned long long)r->offset,
-				 site.len_addr ? " (string table entry, length follows)" : "");
-			if (CP_GROW(str->sites, str->capsites, str->nsites + 1))
-				return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-			str->sites[str->nsites++] = site;
-		}
+		n = strings_at(idx, s->nstrs, (uint64_t)r->addend, &first);
+		for (j = 0; !st && j < n; j++)
+			st = add_reloc_site(s, &s->strs[idx[first + j].i], r, err);
 	}
-	for (j = 0; j < s->nstrs; j++) {
+	free(idx);
+	for (j = 0; !st && j < s->nstrs; j++) {
 		struct cp_string *str = &s->strs[j];
-		size_t first, n = cp_scan_xrefs_to(s, str->va, &first);
 
+		n = cp_scan_xrefs_to(s, str->va, &first);
 		for (i = 0; i < n; i++) {
 			struct cp_site site;
 
@@ -367,7 +606,7 @@ cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 			str->sites[str->nsites++] = site;
 		}
 	}
-	return CP_OK;
+	return st;
 }
 
 bool cp_scan_is_data_slot(const cp_scan *s, uint64_t va)

@@ -63,9 +63,7 @@ struct pass {
 	cp_scan *s;
 	struct forwarder *fw;
 	size_t nfw, capfw;
-	struct cp_jump *jumps;  /* made when first needed */
-	size_t njumps;
-	cp_reach *reach;
+	cp_reach *reach;        /* opened when first needed */
 	bool oom;
 };
 
@@ -111,9 +109,7 @@ static cp_status value_at(struct pass *p, uint64_t call, int reg, const struct c
 		return CP_OK;
 	}
 	if (!p->reach) {
-		st = cp_reach_jumps(p->s->img, &p->jumps, &p->njumps, err);
-		if (!st)
-			st = cp_reach_open(p->s->img, p->jumps, p->njumps, &p->reach, err);
+		st = cp_reach_open(p->s->img, p->s->jumps, p->s->njumps, &p->reach, err);
 		if (st)
 			return st;
 	}
@@ -196,8 +192,9 @@ static cp_status entry_call(struct pass *p, const struct cp_scan_call *c, bool h
 	return CP_OK;
 }
 
-/* The second walk: every call of a forwarder, and anything else that
- * reaches it (a jump, its address taken). */
+/* The forwarders' callers: every call of a forwarder, and anything else
+ * that reaches it (a jump, its address taken), from the walk's uses of
+ * function starts (struct cp_func_use). */
 struct callers {
 	struct pass *p;
 	cp_error *err;
@@ -236,38 +233,25 @@ static void fw_called(struct callers *cs, const struct forwarder *fw, uint64_t a
 		named(cs->p, addr, &name, lv);
 }
 
-static void on_fw_call(void *ctx, const struct cp_call *c)
+/* A use of a forwarder's start: a call, or a jump to its first
+ * instruction, which is a tail call whose arguments are in their registers
+ * at the jump (__Pyx_ImportDottedModule ends in `jmp __Pyx_Import`); a
+ * jump from inside it, or its address taken, is not followed. */
+static void fw_used(struct callers *cs, const struct cp_func_use *u)
 {
-	struct callers *cs = ctx;
-	const struct forwarder *fw = forwarder_at(cs->p, c->target);
-
-	if (fw && !cs->st)
-		fw_called(cs, fw, c->addr, c->arg);
-}
-
-static void on_fw_ref(void *ctx, const struct cp_code_ref *r)
-{
-	struct callers *cs = ctx;
-
-	if (forwarder_at(cs->p, r->target))
-		unknown(cs->p->s, r->addr, "the address of a function that imports taken");
-}
-
-/* A jump to a forwarder's first instruction is a tail call, whose
- * arguments are in their registers at the jump (__Pyx_ImportDottedModule
- * ends in `jmp __Pyx_Import`). */
-static void on_fw_jump(void *ctx, uint64_t addr, uint64_t target)
-{
-	struct callers *cs = ctx;
-	const struct forwarder *fw = forwarder_at(cs->p, target);
+	const struct forwarder *fw = forwarder_at(cs->p, u->target);
 	uint64_t start, end;
 
 	if (!fw || cs->st)
 		return;
-	if (cp_image_function(cs->p->s->img, addr, &start, &end) && start != target)
-		fw_called(cs, fw, addr, NULL);
+	if (u->kind == CP_FUSE_CALL)
+		fw_called(cs, fw, u->addr, u->arg);
+	else if (u->kind == CP_FUSE_REF)
+		unknown(cs->p->s, u->addr, "the address of a function that imports taken");
+	else if (cp_image_function(cs->p->s->img, u->addr, &start, &end) && start != u->target)
+		fw_called(cs, fw, u->addr, NULL);
 	else
-		unknown(cs->p->s, addr, "a jump into a function that imports");
+		unknown(cs->p->s, u->addr, "a jump into a function that imports");
 }
 
 cp_status cp_scan_import_names(cp_scan *s, cp_error *err)
@@ -295,19 +279,18 @@ cp_status cp_scan_import_names(cp_scan *s, cp_error *err)
 	 * argument on to one, as __Pyx_ImportDottedModule does) turns up */
 	for (round = 0; !st && p.nfw > seen && !s->import_names_unknown[0]; round++) {
 		struct callers cs = { &p, err, CP_OK };
-		struct cp_code_visitor v = { on_fw_ref, on_fw_call, &cs, on_fw_jump, NULL };
+		size_t k;
 
 		if (round == 4) {
 			unknown(s, 0, "imports passed on through more than four functions");
 			break;
 		}
 		seen = p.nfw;
-		st = cp_code_walk(s->img, 0, 0, &v, err);
-		if (!st)
-			st = cs.st;
+		for (k = 0; k < s->nfuses && !cs.st; k++)
+			fw_used(&cs, &s->fuses[k]);
+		st = cs.st;
 	}
 	cp_reach_close(p.reach);
-	free(p.jumps);
 	free(p.fw);
 	if (!st && p.oom)
 		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);

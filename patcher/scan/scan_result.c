@@ -71,17 +71,67 @@ struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err)
 	return r;
 }
 
+#define FEW_SITES 32 /* below this, a site is looked for by a plain search */
+
+static bool same_site(const struct cp_site *a, const struct cp_site *b)
+{
+	return a->kind == b->kind && a->addr == b->addr;
+}
+
+static size_t site_hash(const struct cp_site *x, size_t mask)
+{
+	return (size_t)((x->addr * 0x9e3779b97f4a7c15ull) >> 32 ^ (uint64_t)x->kind) & mask;
+}
+
+/* Where site is in the open-addressed table of site indices + 1, or the
+ * empty slot where it goes. */
+static size_t site_slot(const struct cp_ref *r, const size_t *table, size_t mask, const struct cp_site *site)
+{
+	size_t h = site_hash(site, mask);
+
+	while (table[h] && !same_site(&r->sites[table[h] - 1], site))
+		h = (h + 1) & mask;
+	return h;
+}
+
+/* Sites appended in order, each unless r has it already: in time linear
+ * in the sites (a string's code sites run to tens of thousands: Cython's
+ * filename, in every function's error path). */
+cp_status cp_ref_add_sites(struct cp_ref *r, const struct cp_site *sites, size_t n, cp_error *err)
+{
+	size_t i, k, mask = 1, *table = NULL;
+
+	if (CP_GROW(r->sites, r->capsites, r->nsites + n))
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	if (r->nsites + n > FEW_SITES) {
+		while (mask < 2 * (r->nsites + n))
+			mask <<= 1;
+		if (!(table = calloc(mask--, sizeof(*table))))
+			return cp_fail(err, CP_E_INTERNAL, "out of memory");
+		for (k = 0; k < r->nsites; k++)
+			table[site_slot(r, table, mask, &r->sites[k])] = k + 1;
+	}
+	for (i = 0; i < n; i++) {
+		size_t h = 0;
+
+		if (table)
+			k = table[h = site_slot(r, table, mask, &sites[i])] ? 0 : r->nsites;
+		else
+			for (k = 0; k < r->nsites && !same_site(&r->sites[k], &sites[i]); k++)
+				;
+		if (k < r->nsites)
+			continue;
+		r->sites[r->nsites++] = sites[i];
+		if (table)
+			table[h] = r->nsites;
+	}
+	free(table);
+	return CP_OK;
+}
+
 cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err)
 {
-	size_t i;
-
-	for (i = 0; i < r->nsites; i++)
-		if (r->sites[i].kind == site->kind && r->sites[i].addr == site->addr)
-			return CP_OK;
-	if (CP_GROW(r->sites, r->capsites, r->nsites + 1))
-		return cp_fail(err, CP_E_INTERNAL, "out of memory");
-	r->sites[r->nsites++] = *site;
-	return CP_OK;
+	return cp_ref_add_sites(r, site, 1, err);
 }
 
 cp_status cp_scan_note(cp_scan *s, cp_error *err, const char *fmt, ...)

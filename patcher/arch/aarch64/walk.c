@@ -38,7 +38,7 @@ struct func {
 	size_t nwork;
 };
 
-static void emit_ref(struct func *f, cp_dis *d, const struct a64_op *o, uint64_t target,
+static void emit_ref(struct func *f, const struct a64_op *o, uint64_t target,
 		     enum cp_insn_ref_kind kind, uint64_t base)
 {
 	struct cp_code_ref r;
@@ -51,8 +51,6 @@ static void emit_ref(struct func *f, cp_dis *d, const struct a64_op *o, uint64_t
 	r.target = target;
 	r.kind = kind;
 	r.base = base;
-	if (cp_dis_at(d, f->img, o->addr))
-		cp_a64_insn_describe(d, r.text, sizeof(r.text));
 	f->v->on_ref(f->v->ctx, &r);
 }
 
@@ -103,7 +101,7 @@ static void clear(struct state *s, uint32_t writes)
 }
 
 /* adr, adrp, add/sub of an address, loads and stores based on one. */
-static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct a64_op *o)
+static void apply_addr(struct func *f, struct state *s, const struct a64_op *o)
 {
 	const struct cp_val *b = o->src >= 0 ? &s->reg[o->src] : NULL;
 	uint64_t t;
@@ -113,11 +111,11 @@ static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct 
 		set(s, o->dst, CP_V_ADDR, o->v, o->addr);
 		return;
 	case A64_OP_ADR:
-		emit_ref(f, d, o, o->v, CP_REF_LEA, 0);
+		emit_ref(f, o, o->v, CP_REF_LEA, 0);
 		set(s, o->dst, CP_V_ADDR, o->v, o->addr);
 		return;
 	case A64_OP_LDR_LIT:
-		emit_ref(f, d, o, o->v, CP_REF_LOAD, 0);
+		emit_ref(f, o, o->v, CP_REF_LOAD, 0);
 		clear(s, o->writes);
 		if (o->wide)
 			set(s, o->dst, CP_V_LOAD, o->v, o->addr);
@@ -128,7 +126,7 @@ static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct 
 			return;
 		}
 		t = b->v + o->v;
-		emit_ref(f, d, o, t, CP_REF_LEA, b->origin);
+		emit_ref(f, o, t, CP_REF_LEA, b->origin);
 		set(s, o->dst, CP_V_ADDR, t, o->addr);
 		return;
 	default: /* A64_OP_MEM */
@@ -136,7 +134,7 @@ static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct 
 		clear(s, o->writes);
 		if (!t)
 			return;
-		emit_ref(f, d, o, t, o->load ? CP_REF_LOAD : CP_REF_STORE, b->origin);
+		emit_ref(f, o, t, o->load ? CP_REF_LOAD : CP_REF_STORE, b->origin);
 		if (o->load && o->wide && o->dst >= 0)
 			set(s, o->dst, CP_V_LOAD, t, o->addr);
 		return;
@@ -144,7 +142,7 @@ static void apply_addr(struct func *f, cp_dis *d, struct state *s, const struct 
 }
 
 /* One instruction's effect on the registers; reported when f->v is set. */
-static void apply(struct func *f, cp_dis *d, struct state *s, const struct a64_op *o)
+static void apply(struct func *f, struct state *s, const struct a64_op *o)
 {
 	switch (o->kind) {
 	case A64_OP_CALL:
@@ -176,7 +174,7 @@ static void apply(struct func *f, cp_dis *d, struct state *s, const struct a64_o
 		s->reg[o->dst].origin = o->addr;
 		return;
 	case A64_OP_ADRP: case A64_OP_ADR: case A64_OP_LDR_LIT: case A64_OP_ADDI: case A64_OP_MEM:
-		apply_addr(f, d, s, o);
+		apply_addr(f, s, o);
 		return;
 	default:
 		clear(s, o->writes);
@@ -240,7 +238,7 @@ static void flow_into(struct func *f, size_t b, const struct state *s)
 
 /* Runs block b from its entry state: while solving, passes the state on
  * to its successors inside the function; once solved, reports. */
-static void run_block(struct func *f, cp_dis *d, size_t b)
+static void run_block(struct func *f, size_t b)
 {
 	size_t i = f->block[b], end = b + 1 < f->nblock ? f->block[b + 1] : f->n;
 	struct state s = f->in[b];
@@ -250,7 +248,7 @@ static void run_block(struct func *f, cp_dis *d, size_t b)
 
 		if (f->v && f->v->on_jump && o->branches && o->direct)
 			f->v->on_jump(f->v->ctx, o->addr, o->target);
-		apply(f, d, &s, o);
+		apply(f, &s, o);
 		if (f->v) {
 			if (o->ends && f->v->on_end)
 				f->v->on_end(f->v->ctx, o->addr);
@@ -267,7 +265,7 @@ static void run_block(struct func *f, cp_dis *d, size_t b)
 
 /* The fixed point: from the function's entry, blocks entered from outside
  * and blocks nothing seen reaches, each with nothing known. */
-static void solve(struct func *f, cp_dis *d, const bool *external)
+static void solve(struct func *f, const bool *external)
 {
 	static const struct state unknown;
 	size_t b, next = 0;
@@ -279,7 +277,7 @@ static void solve(struct func *f, cp_dis *d, const bool *external)
 		while (f->nwork) {
 			b = f->work[--f->nwork];
 			f->queued[b] = false;
-			run_block(f, d, b);
+			run_block(f, b);
 		}
 		while (next < f->nblock && f->seen[next])
 			next++;
@@ -341,18 +339,18 @@ static void func_free(struct func *f, bool *external)
 	free(external);
 }
 
-static cp_status func_solve(struct func *f, cp_dis *d, const struct a64_targets *ext, bool **external)
+static cp_status func_solve(struct func *f, const struct a64_targets *ext, bool **external)
 {
 	if (find_blocks(f, ext, external) ||
 	    !(f->in = calloc(f->nblock, sizeof(*f->in))) || !(f->seen = calloc(f->nblock, 1)) ||
 	    !(f->queued = calloc(f->nblock, 1)) || !(f->work = calloc(f->nblock, sizeof(*f->work))))
 		return CP_E_INTERNAL;
-	solve(f, d, *external);
+	solve(f, *external);
 	return CP_OK;
 }
 
 /* Solves and reports the function whose ops are ops[0, n). */
-static cp_status walk_func(const cp_image *img, cp_dis *d, const struct a64_op *ops, size_t n,
+static cp_status walk_func(const cp_image *img, const struct a64_op *ops, size_t n,
 			   const struct a64_targets *ext, const struct cp_code_visitor *v, cp_error *err)
 {
 	struct func f;
@@ -365,13 +363,13 @@ static cp_status walk_func(const cp_image *img, cp_dis *d, const struct a64_op *
 	f.n = n;
 	if (!n)
 		return CP_OK;
-	if (func_solve(&f, d, ext, &external)) {
+	if (func_solve(&f, ext, &external)) {
 		func_free(&f, external);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	}
 	f.v = v;
 	for (b = 0; b < f.nblock; b++)
-		run_block(&f, d, b);
+		run_block(&f, b);
 	func_free(&f, external);
 	return CP_OK;
 }
@@ -396,7 +394,7 @@ cp_status cp_a64_entry_states(const cp_image *img, cp_dis *d, uint64_t start, ui
 		free(ops);
 		return st;
 	}
-	if (func_solve(&f, d, &none, &external) || !(*out = calloc(f.nblock, sizeof(**out)))) {
+	if (func_solve(&f, &none, &external) || !(*out = calloc(f.nblock, sizeof(**out)))) {
 		func_free(&f, external);
 		free(ops);
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
@@ -431,7 +429,7 @@ static cp_status walk_range(const cp_image *img, cp_dis *d, const struct a64_tar
 		b = func_end(img, a, end);
 		st = cp_a64_decode_ops(img, d, a, b, &ops, &n, err);
 		if (!st)
-			st = walk_func(img, d, ops, n, ext, v, err);
+			st = walk_func(img, ops, n, ext, v, err);
 		free(ops);
 		ops = NULL;
 	}

@@ -73,6 +73,7 @@ const struct cp_arch cp_arch_x86_64 = {
 	.insn_flow = cp_x86_insn_flow,
 	.calls_nothing = cp_x86_calls_nothing,
 	.code_walk = cp_x86_code_walk,
+	.walk_local = true,
 	.frame_eval = cp_x86_frame_eval,
 
 	.pcrel_size = CP_X86_64_PCREL_SIZE,

@@ -58,7 +58,6 @@ static void emit_ref(struct walk *w, const cs_insn *in, uint64_t target, enum cp
 	r.disp_off = in->detail->x86.encoding.disp_offset;
 	r.target = target;
 	r.kind = kind;
-	cp_x86_describe(in, r.text, sizeof(r.text));
 	w->v->on_ref(w->v->ctx, &r);
 }
 

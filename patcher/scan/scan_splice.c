@@ -1,0 +1,278 @@
+/*
+ * scan_splice.c - the check's code walk: the output's findings from the
+ * input's, walking again only the functions an edit changed.
+ *
+ * The input's walk recorded where it stood as it entered each unit (a
+ * function; struct cp_walk_mark). The output's walk goes unit by unit:
+ * a unit whose bytes are the same in both, entered in the same state, is
+ * found to hold what the input's walk found there, which is taken; any
+ * other unit is walked again. Where an architecture's walk of a function
+ * reads only that function and the image's tables (struct
+ * cp_arch.walk_local) and the tables are the same (cp_code_walk_tables_same),
+ * this is what a walk of all code finds; full_check walks all code as well
+ * and compares, which is how the tests prove it on every module.
+ */
+#include "scan/scan_walk.h"
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool same_bytes(const cp_image *a, const cp_image *b, uint64_t start, uint64_t end)
+{
+	const uint8_t *x = cp_image_va_bytes(a, start, end - start);
+	const uint8_t *y = cp_image_va_bytes(b, start, end - start);
+
+	return x && y && !memcmp(x, y, end - start);
+}
+
+static bool append(void **dst, size_t *n, size_t *cap, const void *src, size_t from, size_t to, size_t size)
+{
+	size_t k = to - from;
+
+	if (!k)
+		return true;
+	if (*n + k > *cap) {
+		void *p = realloc(*dst, (*n + k) * size);
+
+		if (!p)
+			return false;
+		*dst = p;
+		*cap = *n + k;
+	}
+	memcpy((char *)*dst + *n * size, (const char *)src + from * size, k * size);
+	*n += k;
+	return true;
+}
+
+/* The block of from's that was open at mark m (call m->state.block). */
+static const struct cp_import_block *open_block_of(const cp_scan *from, const struct cp_walk_mark *m)
+{
+	size_t i;
+
+	for (i = m->nblocks; m->state.block && i-- > 0;)
+		if (from->blocks[i].call == m->state.block)
+			return &from->blocks[i];
+	return NULL;
+}
+
+/* Unit k of from's walk, taken: its findings appended to the walk's scan,
+ * and the walk put in the state it leaves. */
+static bool take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
+{
+	cp_scan *s = w->s;
+	const struct cp_walk_mark *m = &from->marks[k], *next = &from->marks[k + 1];
+	const struct cp_import_block *open = open_block_of(from, m);
+	size_t i;
+
+	if (!append((void **)&s->calls, &s->ncalls, &s->capcalls, from->calls, m->ncalls, next->ncalls,
+		    sizeof(*s->calls)) ||
+	    !append((void **)&s->uses, &s->nuses, &s->capuses, from->uses, m->nuses, next->nuses,
+		    sizeof(*s->uses)) ||
+	    !append((void **)&s->fuses, &s->nfuses, &s->capfuses, from->fuses, m->nfuses, next->nfuses,
+		    sizeof(*s->fuses)) ||
+	    !append((void **)&s->derived, &s->nderived, &s->capderived, from->derived, m->nderived,
+		    next->nderived, sizeof(*s->derived)))
+		return false;
+	/* the loads the unit adds to the block open as it starts */
+	for (i = 0; open && w->block && i < open->nloads; i++) {
+		if (open->loads[i].at < m->start || open->loads[i].at >= m->end)
+			continue;
+		if (CP_GROW(w->block->loads, w->block->caploads, w->block->nloads + 1))
+			return false;
+		w->block->loads[w->block->nloads++] = open->loads[i];
+	}
+	for (i = m->nblocks; i < next->nblocks; i++)
+		if (!cp_walk_copy_block(s, &from->blocks[i], m->start, m->end))
+			return false;
+	cp_walk_resume(w, &next->state);
+	return true;
+}
+
+/* The unit of from's walk that holds addr, or from->nmarks. */
+static size_t unit_of(const cp_scan *from, uint64_t addr)
+{
+	size_t lo = 0, hi = from->nmarks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (from->marks[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < from->nmarks && from->marks[lo].start <= addr ? lo : from->nmarks;
+}
+
+/* from's xrefs and jumps in the units taken (again[k] false). */
+static bool take_sorted(cp_scan *s, const cp_scan *from, const bool *again)
+{
+	size_t i, k;
+
+	for (i = 0; i < from->nxrefs; i++) {
+		k = unit_of(from, from->xrefs[i].addr);
+		if (k < from->nmarks && again[k])
+			continue;
+		if (CP_GROW(s->xrefs, s->capxrefs, s->nxrefs + 1))
+			return false;
+		s->xrefs[s->nxrefs++] = from->xrefs[i];
+	}
+	for (i = 0; i < from->njumps; i++) {
+		k = unit_of(from, from->jumps[i].from);
+		if (k < from->nmarks && again[k])
+			continue;
+		if (CP_GROW(s->jumps, s->capjumps, s->njumps + 1))
+			return false;
+		s->jumps[s->njumps++] = from->jumps[i];
+	}
+	return true;
+}
+
+static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_error *err)
+{
+	const cp_image *b = s->img;
+	struct cp_walk w;
+	struct cp_code_visitor v;
+	bool *again = calloc(from->nmarks + 1, sizeof(*again));
+	cp_status st = CP_OK;
+	size_t k, i;
+
+	if (!again)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	cp_walk_start(&w, s, false, &v);
+	for (k = 0; !st && !w.oom && k < from->nmarks; k++) {
+		const struct cp_walk_mark *m = &from->marks[k];
+		struct cp_walk_state now;
+
+		cp_walk_state(&w, &now);
+		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->state))
+			w.oom = !take_unit(&w, from, k);
+		else
+			st = cp_code_walk(b, m->start, m->end, &v, err), again[k] = true;
+	}
+	/* code the output adds (the fallback stub's) */
+	for (i = 0; !st && !w.oom && i < b->nsec; i++) {
+		uint64_t x, y;
+
+		if (cp_walk_span(&b->sec[i], 0, 0, &x, &y) && !cp_image_section_at(a, x))
+			st = cp_code_walk(b, x, y, &v, err);
+	}
+	if (!st && !w.oom)
+		w.oom = !take_sorted(s, from, again);
+	free(again);
+	return st ? st : cp_walk_end(&w, err);
+}
+
+/* ---- the proof: a walk of all code finds the same ---- */
+
+static bool same_val(const struct cp_val *x, const struct cp_val *y)
+{
+	return x->kind == y->kind && x->v == y->v && x->origin == y->origin;
+}
+
+static bool same_args(const struct cp_val *x, const struct cp_val *y)
+{
+	size_t i;
+
+	for (i = 0; i < 6; i++)
+		if (!same_val(&x[i], &y[i]))
+			return false;
+	return true;
+}
+
+static bool same_str(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && !strcmp(x, y));
+}
+
+static bool same_calls(const cp_scan *x, const cp_scan *y)
+{
+	size_t i;
+
+	if (x->ncalls != y->ncalls || x->nuses != y->nuses || x->nfuses != y->nfuses)
+		return false;
+	for (i = 0; i < x->ncalls; i++)
+		if (x->calls[i].addr != y->calls[i].addr || !same_str(x->calls[i].name, y->calls[i].name) ||
+		    !same_args(x->calls[i].arg, y->calls[i].arg))
+			return false;
+	for (i = 0; i < x->nuses; i++)
+		if (x->uses[i].addr != y->uses[i].addr || !same_str(x->uses[i].name, y->uses[i].name) ||
+		    x->uses[i].slot != y->uses[i].slot || x->uses[i].ref != y->uses[i].ref)
+			return false;
+	for (i = 0; i < x->nfuses; i++)
+		if (x->fuses[i].addr != y->fuses[i].addr || x->fuses[i].target != y->fuses[i].target ||
+		    x->fuses[i].kind != y->fuses[i].kind || !same_args(x->fuses[i].arg, y->fuses[i].arg))
+			return false;
+	return true;
+}
+
+static bool same_blocks(const cp_scan *x, const cp_scan *y)
+{
+	size_t i, k;
+
+	if (x->nblocks != y->nblocks)
+		return false;
+	for (i = 0; i < x->nblocks; i++) {
+		const struct cp_import_block *p = &x->blocks[i], *q = &y->blocks[i];
+
+		if (p->call != q->call || !same_str(p->module, q->module) || p->nloads != q->nloads)
+			return false;
+		for (k = 0; k < p->nloads; k++)
+			if (p->loads[k].target != q->loads[k].target || p->loads[k].at != q->loads[k].at ||
+			    p->loads[k].clean != q->loads[k].clean)
+				return false;
+	}
+	return true;
+}
+
+/* What differs between two walks' findings, or NULL. */
+static const char *walk_difference(const cp_scan *x, const cp_scan *y)
+{
+	if (x->nxrefs != y->nxrefs || (x->nxrefs && memcmp(x->xrefs, y->xrefs, x->nxrefs * sizeof(*x->xrefs))))
+		return "references into data";
+	if (x->njumps != y->njumps || (x->njumps && memcmp(x->jumps, y->jumps, x->njumps * sizeof(*x->jumps))))
+		return "jumps";
+	if (x->nderived != y->nderived ||
+	    (x->nderived && memcmp(x->derived, y->derived, x->nderived * sizeof(*x->derived))))
+		return "derived references";
+	if (!same_calls(x, y))
+		return "calls";
+	if (!same_blocks(x, y))
+		return "import blocks";
+	return NULL;
+}
+
+static cp_status full_check(const cp_scan *s, cp_error *err)
+{
+	cp_scan *all = calloc(1, sizeof(*all));
+	cp_status st;
+	const char *diff;
+
+	if (!all || !(all->path = strdup(s->path))) {
+		free(all);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	}
+	all->img = s->img;
+	st = cp_scan_code(all, err);
+	diff = st ? NULL : walk_difference(s, all);
+	cp_scan_free_walk(all);
+	free(all->path);
+	free(all);
+	if (!st && diff)
+		st = cp_fail(err, CP_E_INTERNAL, "%s: the walk of the changed functions differs from a walk of "
+			     "all its code (%s)", s->path, diff);
+	return st;
+}
+
+cp_status cp_scan_code_from(cp_scan *s, const cp_scan *from, const cp_image *from_img, bool check,
+			    cp_error *err)
+{
+	cp_status st;
+
+	if (from->marks && s->img->arch->walk_local && cp_code_walk_tables_same(from_img, s->img))
+		st = splice(s, from, from_img, err);
+	else
+		st = cp_scan_code(s, err);
+	return !st && check ? full_check(s, err) : st;
+}

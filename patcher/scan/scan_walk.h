@@ -1,0 +1,52 @@
+/*
+ * scan_walk.h - the scan's code walk, as scan_code.c (a walk of all code)
+ * and scan_splice.c (the check's walk of the functions an edit changed)
+ * share it. Private to scan/.
+ */
+#ifndef CP_SCAN_WALK_H
+#define CP_SCAN_WALK_H
+
+#include "scan/scan.h"
+
+#define CP_MAX_BLOCK_LOADS 4 /* the constant is loaded right after the import */
+#define CP_MAX_PENDING 64
+
+/* A walk in progress: the scan it adds to, and its state (struct
+ * cp_walk_state is that state, normalised). */
+struct cp_walk {
+	cp_scan *s;
+	bool oom;
+	struct cp_import_block *block; /* open block, or NULL */
+	/* whether the walk's position is reached from the open block's import
+	 * with no call on the way (see advance) */
+	bool clean;
+	uint64_t last_break, func_end;
+	uint64_t pending[CP_MAX_PENDING]; /* targets of forward jumps from clean code */
+	size_t npending;
+	bool marking;     /* record s->marks as the walk enters each unit */
+	size_t next_mark; /* the first unit not entered yet */
+};
+
+/* A walk adding to s, with nothing open; marking: record s->marks, which
+ * cp_walk_units made. v: the visitor that drives it. */
+void cp_walk_start(struct cp_walk *w, cp_scan *s, bool marking, struct cp_code_visitor *v);
+
+/* The units of a walk of all of img's code, as s->marks with nothing
+ * recorded yet (and the end as s->marks[s->nmarks]); s->marks stays NULL
+ * when the walked spans do not rise in address. false: out of memory. */
+bool cp_walk_units(cp_scan *s, const cp_image *img);
+
+void cp_walk_state(const struct cp_walk *w, struct cp_walk_state *st);
+bool cp_walk_state_equal(const struct cp_walk_state *a, const struct cp_walk_state *b);
+/* Takes up the state st, whose open block (if any) is among s's blocks. */
+void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st);
+
+/* Ends the walk: the units not entered get the final state, xrefs and
+ * jumps are sorted; fails when the walk ran out of memory. */
+cp_status cp_walk_end(struct cp_walk *w, cp_error *err);
+
+/* Appends a copy of import block b (the loads of it at [from, to)) to s,
+ * with its module's name read from s's image. false: out of memory. */
+bool cp_walk_copy_block(cp_scan *s, const struct cp_import_block *b, uint64_t from, uint64_t to);
+
+#endif
