@@ -103,7 +103,14 @@ def record_hash(data):
 def static_deps():
     """(Debian source package, unpacked folder) of each line of scripts/static_deps."""
     lines = (ROOT / "scripts" / "static_deps").read_text().splitlines()
-    return [(f[0], f[3]) for f in (line.split() for line in lines) if len(f) == 4 and not f[0].startswith("#")]
+    return [(f[0], f[3]) for f in (line.split() for line in lines) if len(f) >= 4 and not f[0].startswith("#")]
+
+
+def copyright_of(tree):
+    """Debian's copyright file of an unpacked source package; the upstream
+    LICENSE where only the upstream tarball was taken (static_deps' "orig")."""
+    debian = tree / "debian" / "copyright"
+    return (debian if debian.exists() else tree / "LICENSE").read_bytes()
 
 
 def pack_wheel(arch, binary, deps, outdir):
@@ -114,7 +121,7 @@ def pack_wheel(arch, binary, deps, outdir):
     members = [(f"{data_dir}/scripts/{NAME}", pathlib.Path(binary).read_bytes(), 0o755)]
     members += [(f"{data_dir}/data/{dest}", (ROOT / src).read_bytes(), 0o644) for src, dest in DATA]
     members += [(f"{data_dir}/data/share/doc/cypatch/third-party/{pkg}.copyright",
-                 (pathlib.Path(deps) / d / "debian" / "copyright").read_bytes(), 0o644) for pkg, d in static_deps()]
+                 copyright_of(pathlib.Path(deps) / d), 0o644) for pkg, d in static_deps()]
     members += [(f"{info}/METADATA", metadata().encode(), 0o644),
                 (f"{info}/WHEEL", wheel_file(arch).encode(), 0o644),
                 (f"{info}/LICENSE", (ROOT / "LICENSE").read_bytes(), 0o644)]

@@ -317,7 +317,7 @@ static void on_call(void *ctx, const struct cp_call *call)
 		open_block(c, call);
 }
 
-static int by_target(const void *a, const void *b)
+int cp_walk_xref_order(const void *a, const void *b)
 {
 	const struct cp_xref *x = a, *y = b;
 
@@ -326,7 +326,7 @@ static int by_target(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int jump_by_target(const void *a, const void *b)
+int cp_walk_jump_order(const void *a, const void *b)
 {
 	const struct cp_jump *x = a, *y = b;
 
@@ -395,7 +395,7 @@ bool cp_walk_units(cp_scan *s, const cp_image *img)
 	return ok;
 }
 
-cp_status cp_walk_end(struct cp_walk *w, cp_error *err)
+cp_status cp_walk_end(struct cp_walk *w, bool sorted, cp_error *err)
 {
 	cp_scan *s = w->s;
 
@@ -406,10 +406,10 @@ cp_status cp_walk_end(struct cp_walk *w, cp_error *err)
 	}
 	if (w->oom)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	if (s->nxrefs)
-		qsort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), by_target);
-	if (s->njumps)
-		qsort(s->jumps, s->njumps, sizeof(*s->jumps), jump_by_target);
+	if (!sorted && s->nxrefs)
+		qsort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), cp_walk_xref_order);
+	if (!sorted && s->njumps)
+		qsort(s->jumps, s->njumps, sizeof(*s->jumps), cp_walk_jump_order);
 	return CP_OK;
 }
 
@@ -423,7 +423,7 @@ cp_status cp_scan_code(cp_scan *s, cp_error *err)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	cp_walk_start(&w, s, true, &v);
 	st = cp_code_walk(s->img, 0, 0, &v, err);
-	return st ? st : cp_walk_end(&w, err);
+	return st ? st : cp_walk_end(&w, false, err);
 }
 
 void cp_scan_free_walk(cp_scan *s)

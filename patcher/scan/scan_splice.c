@@ -15,6 +15,7 @@
 #include "scan/scan_walk.h"
 #include "util/error.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,28 +106,66 @@ static size_t unit_of(const cp_scan *from, uint64_t addr)
 	return lo < from->nmarks && from->marks[lo].start <= addr ? lo : from->nmarks;
 }
 
-/* from's xrefs and jumps in the units taken (again[k] false). */
+/* Two sorted lists into *dst: what the walks again found (*dst, sorted
+ * here) and from's entries in the units taken (again[k] false), which are
+ * in order already. */
+struct sorted_list {
+	void **dst;
+	size_t *n, *cap;
+	const void *from;
+	size_t nfrom, size;
+	int (*order)(const void *, const void *);
+	size_t addr_at; /* offset of the address that places an entry in a unit */
+};
+
+static bool taken(const cp_scan *from, const bool *again, const struct sorted_list *l, size_t i)
+{
+	uint64_t addr;
+	size_t k;
+
+	memcpy(&addr, (const char *)l->from + i * l->size + l->addr_at, sizeof(addr));
+	k = unit_of(from, addr);
+	return k == from->nmarks || !again[k];
+}
+
+static bool merge(const cp_scan *from, const bool *again, const struct sorted_list *l)
+{
+	size_t i = 0, j = 0, n = 0, m = *l->n;
+	char *out = malloc((m + l->nfrom) * l->size + 1), *mine = *l->dst;
+
+	if (!out)
+		return false;
+	if (m)
+		qsort(mine, m, l->size, l->order);
+	while (i < l->nfrom || j < m) {
+		const char *x = (const char *)l->from + i * l->size;
+
+		if (i < l->nfrom && !taken(from, again, l, i)) {
+			i++;
+			continue;
+		}
+		if (j == m || (i < l->nfrom && l->order(x, mine + j * l->size) <= 0)) {
+			memcpy(out + n++ * l->size, x, l->size);
+			i++;
+		} else {
+			memcpy(out + n++ * l->size, mine + j++ * l->size, l->size);
+		}
+	}
+	free(*l->dst);
+	*l->dst = out;
+	*l->n = *l->cap = n;
+	return true;
+}
+
+/* from's xrefs and jumps in the units taken, merged with the new ones. */
 static bool take_sorted(cp_scan *s, const cp_scan *from, const bool *again)
 {
-	size_t i, k;
+	struct sorted_list x = { (void **)&s->xrefs, &s->nxrefs, &s->capxrefs, from->xrefs, from->nxrefs,
+				 sizeof(*s->xrefs), cp_walk_xref_order, offsetof(struct cp_xref, addr) };
+	struct sorted_list j = { (void **)&s->jumps, &s->njumps, &s->capjumps, from->jumps, from->njumps,
+				 sizeof(*s->jumps), cp_walk_jump_order, offsetof(struct cp_jump, from) };
 
-	for (i = 0; i < from->nxrefs; i++) {
-		k = unit_of(from, from->xrefs[i].addr);
-		if (k < from->nmarks && again[k])
-			continue;
-		if (CP_GROW(s->xrefs, s->capxrefs, s->nxrefs + 1))
-			return false;
-		s->xrefs[s->nxrefs++] = from->xrefs[i];
-	}
-	for (i = 0; i < from->njumps; i++) {
-		k = unit_of(from, from->jumps[i].from);
-		if (k < from->nmarks && again[k])
-			continue;
-		if (CP_GROW(s->jumps, s->capjumps, s->njumps + 1))
-			return false;
-		s->jumps[s->njumps++] = from->jumps[i];
-	}
-	return true;
+	return merge(from, again, &x) && merge(from, again, &j);
 }
 
 static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_error *err)
@@ -148,8 +187,8 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		cp_walk_state(&w, &now);
 		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->state))
 			w.oom = !take_unit(&w, from, k);
-		else
-			st = cp_code_walk(b, m->start, m->end, &v, err), again[k] = true;
+		else if (!(st = cp_code_walk(b, m->start, m->end, &v, err)))
+			again[k] = true;
 	}
 	/* code the output adds (the fallback stub's) */
 	for (i = 0; !st && !w.oom && i < b->nsec; i++) {
@@ -161,7 +200,7 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 	if (!st && !w.oom)
 		w.oom = !take_sorted(s, from, again);
 	free(again);
-	return st ? st : cp_walk_end(&w, err);
+	return st ? st : cp_walk_end(&w, true, err);
 }
 
 /* ---- the proof: a walk of all code finds the same ---- */

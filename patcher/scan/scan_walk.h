@@ -42,8 +42,14 @@ bool cp_walk_state_equal(const struct cp_walk_state *a, const struct cp_walk_sta
 void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st);
 
 /* Ends the walk: the units not entered get the final state, xrefs and
- * jumps are sorted; fails when the walk ran out of memory. */
-cp_status cp_walk_end(struct cp_walk *w, cp_error *err);
+ * jumps are sorted (unless they are already); fails when the walk ran out
+ * of memory. */
+cp_status cp_walk_end(struct cp_walk *w, bool sorted, cp_error *err);
+
+/* The orders of s->xrefs (target, then address) and s->jumps (target,
+ * then source), for qsort. */
+int cp_walk_xref_order(const void *a, const void *b);
+int cp_walk_jump_order(const void *a, const void *b);
 
 /* Appends a copy of import block b (the loads of it at [from, to)) to s,
  * with its module's name read from s's image. false: out of memory. */

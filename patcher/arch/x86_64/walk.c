@@ -1,14 +1,29 @@
 /*
  * walk.c - x86-64's linear code walk and its register tracker (see
  * arch/code.h).
+ *
+ * The walk is the one pass that reads every instruction of a module (a
+ * real one holds a million), so it decodes with Zydis, which gives an
+ * instruction's operands and the registers it writes without formatting
+ * its text; capstone, which the rest of arch/x86_64 reads single
+ * instructions with, takes about four times as long per instruction here.
+ * tests/unit/walk_reference.c proves on every corpus and real module that
+ * this walk reports what the capstone walk it replaced reported.
  */
 #include "arch/x86_64/x86_64.h"
 #include "util/error.h"
 
-#include <stdio.h>
+#include <Zydis/Zydis.h>
 #include <string.h>
 
 static const int clobbered[9] = { R_RAX, R_RCX, R_RDX, R_RSI, R_RDI, R_R8, R_R9, R_R10, R_R11 };
+
+/* One decoded instruction. */
+struct zin {
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+	uint64_t addr;
+};
 
 struct walk {
 	const cp_image *img;
@@ -17,6 +32,28 @@ struct walk {
 	struct cp_val hoisted[16]; /* last address lea'd into each callee-saved register */
 	size_t next_func; /* index into img->func of the next function start */
 };
+
+/* A general register's number (R_RAX...) whatever its width, or -1. */
+static int reg64(ZydisRegister r)
+{
+	static const ZydisRegister gpr64[16] = {
+		ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
+		ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
+		ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+		ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15
+	};
+	ZydisRegister big;
+	int i;
+
+	if (ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR8 && ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR16 &&
+	    ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR32 && ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR64)
+		return -1;
+	big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+	for (i = 0; i < 16; i++)
+		if (gpr64[i] == big)
+			return i;
+	return -1;
+}
 
 static void reset(struct walk *w)
 {
@@ -46,29 +83,68 @@ static void end_block(struct walk *w)
 			w->reg[r] = w->hoisted[r];
 }
 
-static void emit_ref(struct walk *w, const cs_insn *in, uint64_t target, enum cp_insn_ref_kind kind)
+static uint64_t next_addr(const struct zin *z)
+{
+	return z->addr + z->in.length;
+}
+
+/* Its explicit operand of the form [rip + disp]: the address, and which. */
+static bool rip_target(const struct zin *z, uint64_t *target, int *opi)
+{
+	int i;
+
+	for (i = 0; i < z->in.operand_count_visible; i++) {
+		const ZydisDecodedOperand *op = &z->op[i];
+
+		if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->mem.base == ZYDIS_REGISTER_RIP &&
+		    op->mem.index == ZYDIS_REGISTER_NONE) {
+			*target = next_addr(z) + (uint64_t)op->mem.disp.value;
+			*opi = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A near branch's target given in the instruction, when it is. */
+static bool imm_target(const struct zin *z, uint64_t *target)
+{
+	const ZydisDecodedOperand *op = &z->op[0];
+
+	if (z->in.operand_count_visible != 1 || op->type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
+		return false;
+	*target = op->imm.is_relative ? next_addr(z) + op->imm.value.u : op->imm.value.u;
+	return true;
+}
+
+static bool near(const struct zin *z, ZydisMnemonic m)
+{
+	return z->in.mnemonic == m && z->in.meta.branch_type != ZYDIS_BRANCH_TYPE_FAR;
+}
+
+static void emit_ref(struct walk *w, const struct zin *z, uint64_t target, enum cp_insn_ref_kind kind)
 {
 	struct cp_code_ref r;
 
 	if (!w->v->on_ref)
 		return;
 	memset(&r, 0, sizeof(r));
-	r.addr = in->address;
-	r.size = (uint8_t)in->size;
-	r.disp_off = in->detail->x86.encoding.disp_offset;
+	r.addr = z->addr;
+	r.size = z->in.length;
+	r.disp_off = z->in.raw.disp.offset;
 	r.target = target;
 	r.kind = kind;
 	w->v->on_ref(w->v->ctx, &r);
 }
 
-static void emit_call(struct walk *w, const cs_insn *in, uint64_t target, const char *name)
+static void emit_call(struct walk *w, const struct zin *z, uint64_t target, const char *name)
 {
 	struct cp_call c;
 	int i;
 
 	if (!w->v->on_call)
 		return;
-	c.addr = in->address;
+	c.addr = z->addr;
 	c.target = target;
 	c.name = name;
 	memset(c.arg, 0, sizeof(c.arg));
@@ -78,43 +154,40 @@ static void emit_call(struct walk *w, const cs_insn *in, uint64_t target, const 
 }
 
 /* A call or jmp: its target, and the name it reaches. */
-static void branch_target(struct walk *w, const cs_insn *in, uint64_t *target, const char **name)
+static void branch_target(struct walk *w, const struct zin *z, uint64_t *target, const char **name)
 {
-	const cs_x86 *x = &in->detail->x86;
 	uint64_t t;
 	int opi;
 
 	*target = 0;
 	*name = NULL;
-	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
-		*target = (uint64_t)x->operands[0].imm;
+	if (imm_target(z, target))
 		*name = cp_callee_name(w->img, *target);
-	} else if (cp_x86_rip_target(in, &t, &opi)) {
+	else if (rip_target(z, &t, &opi))
 		*name = cp_image_got_name(w->img, t);
-	}
 }
 
-static void on_call(struct walk *w, const cs_insn *in)
+static void on_call(struct walk *w, const struct zin *z)
 {
 	uint64_t target;
 	const char *name;
 	size_t i;
 
-	branch_target(w, in, &target, &name);
-	emit_call(w, in, target, name);
+	branch_target(w, z, &target, &name);
+	emit_call(w, z, target, name);
 	for (i = 0; i < sizeof(clobbered) / sizeof(clobbered[0]); i++)
 		w->reg[clobbered[i]].kind = CP_V_UNKNOWN;
 }
 
 /* A jmp to an imported function is a tail call; any other ends the block. */
-static void on_jmp(struct walk *w, const cs_insn *in)
+static void on_jmp(struct walk *w, const struct zin *z)
 {
 	uint64_t target;
 	const char *name;
 
-	branch_target(w, in, &target, &name);
+	branch_target(w, z, &target, &name);
 	if (name && (!target || cp_image_plt_name(w->img, target)))
-		emit_call(w, in, target, name);
+		emit_call(w, z, target, name);
 	end_block(w);
 }
 
@@ -125,127 +198,149 @@ static void set(struct walk *w, int r, uint8_t kind, uint64_t v, uint64_t origin
 	w->reg[r].origin = origin;
 }
 
-/* mov/lea into a whole register: the cases the tracker follows. Returns
- * true when it set the destination itself. */
-static bool track_move(struct walk *w, const cs_insn *in, bool has_rip, uint64_t target)
+/* mov r, [r2 + disp] with r2 an address (unoptimised code reaches the
+ * module state as lea rax, [rip + state]; mov rax, [rax + off]). */
+static bool track_based_load(struct walk *w, const struct zin *z, int d)
 {
-	const cs_x86 *x = &in->detail->x86;
-	const cs_x86_op *dst = &x->operands[0], *src = &x->operands[1];
-	int d;
+	const ZydisDecodedOperand *src = &z->op[1];
+	struct cp_code_ref r;
+	int b = reg64(src->mem.base);
+	uint64_t t;
 
-	if (x->op_count != 2 || dst->type != X86_OP_REG || dst->size < 4)
+	if (src->mem.index != ZYDIS_REGISTER_NONE || b < 0 || w->reg[b].kind != CP_V_ADDR)
 		return false;
-	d = cp_reg64(dst->reg);
-	if (d < 0)
-		return false;
-	if (in->id == X86_INS_LEA && has_rip) {
-		set(w, d, CP_V_ADDR, target, in->address);
-		if (callee_saved(d) && dst->size == 8)
-			w->hoisted[d] = w->reg[d];
-		return true;
-	}
-	if (in->id != X86_INS_MOV && in->id != X86_INS_MOVABS)
-		return false;
-	if (src->type == X86_OP_IMM) {
-		set(w, d, CP_V_IMM, (uint64_t)src->imm, in->address);
-		return true;
-	}
-	if (src->type == X86_OP_REG && cp_reg64(src->reg) >= 0) {
-		w->reg[d] = w->reg[cp_reg64(src->reg)];
-		return true;
-	}
-	if (src->type == X86_OP_MEM && has_rip && dst->size == 8) {
-		set(w, d, CP_V_LOAD, target, in->address);
-		return true;
-	}
-	/* mov r, [r2 + disp] with r2 an address (unoptimised code reaches the
-	 * module state as lea rax, [rip + state]; mov rax, [rax + off]) */
-	if (src->type == X86_OP_MEM && dst->size == 8 && src->mem.index == X86_REG_INVALID &&
-	    cp_reg64(src->mem.base) >= 0 && w->reg[cp_reg64(src->mem.base)].kind == CP_V_ADDR) {
-		struct cp_code_ref r;
-		uint64_t t = w->reg[cp_reg64(src->mem.base)].v + (uint64_t)src->mem.disp;
-
-		memset(&r, 0, sizeof(r));
-		r.addr = in->address;
-		r.size = (uint8_t)in->size;
-		r.target = t;
-		r.kind = CP_REF_LOAD;
-		if (w->v->on_ref)
-			w->v->on_ref(w->v->ctx, &r);
-		set(w, d, CP_V_LOAD, t, in->address);
-		return true;
-	}
-	return false;
-}
-
-/* xor r, r zeroes r. */
-static bool track_zero(struct walk *w, const cs_insn *in)
-{
-	const cs_x86 *x = &in->detail->x86;
-
-	if (in->id != X86_INS_XOR || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
-	    x->operands[1].type != X86_OP_REG || x->operands[0].reg != x->operands[1].reg ||
-	    cp_reg64(x->operands[0].reg) < 0)
-		return false;
-	set(w, cp_reg64(x->operands[0].reg), CP_V_IMM, 0, in->address);
+	t = w->reg[b].v + (uint64_t)src->mem.disp.value;
+	memset(&r, 0, sizeof(r));
+	r.addr = z->addr;
+	r.size = z->in.length;
+	r.target = t;
+	r.kind = CP_REF_LOAD;
+	if (w->v->on_ref)
+		w->v->on_ref(w->v->ctx, &r);
+	set(w, d, CP_V_LOAD, t, z->addr);
 	return true;
 }
 
-static void clear_written(struct walk *w, csh h, const cs_insn *in)
+/* mov/lea into a whole register: the cases the tracker follows. Returns
+ * true when it set the destination itself. */
+static bool track_move(struct walk *w, const struct zin *z, bool has_rip, uint64_t target)
 {
-	cs_regs rd, wr;
-	uint8_t nrd = 0, nwr = 0, i;
+	const ZydisDecodedOperand *dst = &z->op[0], *src = &z->op[1];
+	int d;
 
-	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
-		return;
-	for (i = 0; i < nwr; i++) {
-		int r = cp_reg64((x86_reg)wr[i]);
+	if (z->in.operand_count_visible != 2 || dst->type != ZYDIS_OPERAND_TYPE_REGISTER || dst->size < 32)
+		return false;
+	d = reg64(dst->reg.value);
+	if (d < 0)
+		return false;
+	if (z->in.mnemonic == ZYDIS_MNEMONIC_LEA && has_rip) {
+		set(w, d, CP_V_ADDR, target, z->addr);
+		if (callee_saved(d) && dst->size == 64)
+			w->hoisted[d] = w->reg[d];
+		return true;
+	}
+	if (z->in.mnemonic != ZYDIS_MNEMONIC_MOV)
+		return false;
+	if (src->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+		/* what the register holds: a 32-bit move zero-extends */
+		set(w, d, CP_V_IMM, dst->size == 32 ? (uint32_t)src->imm.value.u : src->imm.value.u, z->addr);
+		return true;
+	}
+	if (src->type == ZYDIS_OPERAND_TYPE_REGISTER && reg64(src->reg.value) >= 0) {
+		w->reg[d] = w->reg[reg64(src->reg.value)];
+		return true;
+	}
+	if (src->type != ZYDIS_OPERAND_TYPE_MEMORY || dst->size != 64)
+		return false;
+	if (has_rip) {
+		set(w, d, CP_V_LOAD, target, z->addr);
+		return true;
+	}
+	return track_based_load(w, z, d);
+}
 
-		if (r >= 0)
+/* xor r, r zeroes r. */
+static bool track_zero(struct walk *w, const struct zin *z)
+{
+	const ZydisDecodedOperand *a = &z->op[0], *b = &z->op[1];
+
+	if (z->in.mnemonic != ZYDIS_MNEMONIC_XOR || z->in.operand_count_visible != 2 ||
+	    a->type != ZYDIS_OPERAND_TYPE_REGISTER || b->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+	    a->reg.value != b->reg.value || reg64(a->reg.value) < 0)
+		return false;
+	set(w, reg64(a->reg.value), CP_V_IMM, 0, z->addr);
+	return true;
+}
+
+/* A register the operand writes: a register written, or the rsi or rdi a
+ * string instruction (movs, cmps, stos...) steps, which Zydis gives as
+ * the base of an implied memory operand; else -1. */
+static int written(const ZydisDecodedOperand *op)
+{
+	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER)
+		return op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE ? reg64(op->reg.value) : -1;
+	if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+	    (op->mem.base == ZYDIS_REGISTER_RSI || op->mem.base == ZYDIS_REGISTER_RDI))
+		return reg64(op->mem.base);
+	return -1;
+}
+
+/* Every register it writes, explicit or implied, is no longer known. */
+static void clear_written(struct walk *w, const struct zin *z)
+{
+	int i, r;
+
+	for (i = 0; i < z->in.operand_count; i++)
+		if ((r = written(&z->op[i])) >= 0)
 			w->reg[r].kind = CP_V_UNKNOWN;
-	}
 }
 
-static enum cp_insn_ref_kind ref_kind(const cs_insn *in, int opi)
+static enum cp_insn_ref_kind ref_kind(const struct zin *z, int opi)
 {
-	if (in->id == X86_INS_LEA)
+	switch (z->in.mnemonic) {
+	case ZYDIS_MNEMONIC_LEA:
 		return CP_REF_LEA;
-	if (in->id == X86_INS_MOV || in->id == X86_INS_MOVZX || in->id == X86_INS_MOVSX ||
-	    in->id == X86_INS_MOVSXD)
+	case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_MOVZX: case ZYDIS_MNEMONIC_MOVSX: case ZYDIS_MNEMONIC_MOVSXD:
 		return opi == 0 ? CP_REF_STORE : CP_REF_LOAD;
-	return CP_REF_OTHER;
+	default:
+		return CP_REF_OTHER;
+	}
 }
 
-static void step(struct walk *w, csh h, const cs_insn *in)
+static bool is_jump(const struct zin *z)
 {
-	uint64_t target = 0;
-	int opi = -1;
-	bool has_rip = cp_x86_rip_target(in, &target, &opi);
+	return z->in.meta.category == ZYDIS_CATEGORY_COND_BR || z->in.meta.category == ZYDIS_CATEGORY_UNCOND_BR;
+}
 
-	if (has_rip && in->id != X86_INS_CALL && in->id != X86_INS_JMP)
-		emit_ref(w, in, target, ref_kind(in, opi));
-	if (in->id == X86_INS_CALL) {
-		on_call(w, in);
+static void step(struct walk *w, const struct zin *z)
+{
+	uint64_t target = 0, to;
+	int opi = -1;
+	bool has_rip = rip_target(z, &target, &opi);
+
+	if (has_rip && !near(z, ZYDIS_MNEMONIC_CALL) && !near(z, ZYDIS_MNEMONIC_JMP))
+		emit_ref(w, z, target, ref_kind(z, opi));
+	if (near(z, ZYDIS_MNEMONIC_CALL)) {
+		on_call(w, z);
 		return;
 	}
-	if (w->v->on_jump && cs_insn_group(h, in, CS_GRP_JUMP) && in->detail->x86.op_count == 1 &&
-	    in->detail->x86.operands[0].type == X86_OP_IMM)
-		w->v->on_jump(w->v->ctx, in->address, (uint64_t)in->detail->x86.operands[0].imm);
-	if (in->id == X86_INS_JMP) {
-		on_jmp(w, in);
+	if (w->v->on_jump && is_jump(z) && imm_target(z, &to))
+		w->v->on_jump(w->v->ctx, z->addr, to);
+	if (near(z, ZYDIS_MNEMONIC_JMP)) {
+		on_jmp(w, z);
 		if (w->v->on_end)
-			w->v->on_end(w->v->ctx, in->address);
+			w->v->on_end(w->v->ctx, z->addr);
 		return;
 	}
-	if (in->id == X86_INS_RET || in->id == X86_INS_UD2 || in->id == X86_INS_HLT) {
+	if (near(z, ZYDIS_MNEMONIC_RET) || z->in.mnemonic == ZYDIS_MNEMONIC_UD2 || z->in.mnemonic == ZYDIS_MNEMONIC_HLT) {
 		end_block(w);
 		if (w->v->on_end)
-			w->v->on_end(w->v->ctx, in->address);
+			w->v->on_end(w->v->ctx, z->addr);
 		return;
 	}
-	if (track_move(w, in, has_rip, target) || track_zero(w, in))
+	if (track_move(w, z, has_rip, target) || track_zero(w, z))
 		return;
-	clear_written(w, h, in);
+	clear_written(w, z);
 }
 
 /* Resets the tracker when the walk enters a new function. */
@@ -260,46 +355,40 @@ static void enter(struct walk *w, uint64_t addr)
 	}
 }
 
-static void seek_func(struct walk *w, uint64_t addr)
-{
-	w->next_func = cp_image_func_after(w->img, addr);
-}
-
-static void walk_range(struct walk *w, cp_dis *d, const struct cp_section *s,
-		       uint64_t start, uint64_t end)
+static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_section *s, uint64_t start,
+		       uint64_t end)
 {
 	const uint8_t *code = cp_image_bytes(w->img, s->offset + (start - s->addr), end - start);
-	size_t size = end - start;
-	uint64_t addr = start;
+	size_t pos = 0, size = end - start;
+	struct zin z;
 
 	if (!code)
 		return;
 	reset(w);
 	memset(w->hoisted, 0, sizeof(w->hoisted));
-	seek_func(w, start);
-	while (size > 0) {
-		if (!cs_disasm_iter(x86_dis(d)->handle, &code, &size, &addr, x86_dis(d)->insn)) {
-			code++;
-			size--;
-			addr++;
+	w->next_func = cp_image_func_after(w->img, start);
+	while (pos < size) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code + pos, size - pos, &z.in, z.op))) {
+			pos++;
 			reset(w);
 			continue;
 		}
-		enter(w, x86_dis(d)->insn->address);
-		step(w, x86_dis(d)->handle, x86_dis(d)->insn);
+		z.addr = start + pos;
+		pos += z.in.length;
+		enter(w, z.addr);
+		step(w, &z);
 	}
 }
 
 cp_status cp_x86_code_walk(const cp_image *img, uint64_t start, uint64_t end,
-		       const struct cp_code_visitor *v, cp_error *err)
+			   const struct cp_code_visitor *v, cp_error *err)
 {
 	struct walk w;
-	cp_dis d = { NULL, NULL }; /* the walk decodes through capstone itself */
+	ZydisDecoder dec;
 	size_t i;
-	cp_status st = cp_x86_dis_open(&d, err);
 
-	if (st)
-		return st;
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+		return cp_fail(err, CP_E_INTERNAL, "%s: the x86-64 decoder did not start", img->path);
 	memset(&w, 0, sizeof(w));
 	w.img = img;
 	w.v = v;
@@ -307,9 +396,7 @@ cp_status cp_x86_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 		uint64_t a, b;
 
 		if (cp_walk_span(&img->sec[i], start, end, &a, &b))
-			walk_range(&w, &d, &img->sec[i], a, b);
+			walk_range(&w, &dec, &img->sec[i], a, b);
 	}
-	cp_x86_dis_close(&d);
 	return CP_OK;
 }
-
