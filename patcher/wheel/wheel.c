@@ -725,13 +725,14 @@ static int extract_sink(void *ctx, const uint8_t *p, size_t n)
 	return write_sink(&x->fd, p, n);
 }
 
-cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, const char *needle, bool *found, cp_error *err)
+cp_status cp_wheel_extract(struct cp_wheel *w, zip_t *z, size_t i, int fd, const char *needle, bool *found,
+			   cp_error *err)
 {
 	struct extracting x = { .fd = fd };
 	cp_status st = finder_init(&x.f, needle, err);
 
 	if (!st)
-		st = read_through(w, w->zip, i, extract_sink, &x, err);
+		st = read_through(w, z, i, extract_sink, &x, err);
 	*found = x.f.found;
 	return st;
 }

@@ -64,8 +64,10 @@ cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *na
 
 /* Member i inflated into fd, in pieces, and compared with RECORD when
  * that was deferred; *found tells whether its bytes hold needle (at most
- * 64 bytes). */
-cp_status cp_wheel_extract(struct cp_wheel *w, size_t i, int fd, const char *needle, bool *found,
+ * 64 bytes). Read through z, a reader of w's (cp_wheel_reader; w->zip in
+ * the thread that opened w): threads extract different members at once
+ * through their own. */
+cp_status cp_wheel_extract(struct cp_wheel *w, zip_t *z, size_t i, int fd, const char *needle, bool *found,
 			   cp_error *err);
 
 /* A second reader of w's archive, for another thread (a libzip handle

@@ -7,7 +7,7 @@ library:
              when a bet is lost); edges are read from the objects of
              libcypatch.a with nm, so they are calls and data, not includes
   arch       no instruction-set vocabulary outside patcher/arch/<machine>/:
-             capstone, x86 identifiers, relocation types, register names or
+             capstone, Zydis, x86 identifiers, relocation types, register names or
              opcode bytes in code (comments stripped)
   length     no function of patcher/ over 60 lines (Universal Ctags)
 
@@ -29,7 +29,9 @@ ARCH_WORDS = re.compile(
     r"\b(?:X86_\w+|R_X86_64_\w+|EM_X86_64|CS_ARCH_X86|CS_MODE_64|cs_x86\w*|x86_reg|x86_\w+"
     r"|[re](?:ax|bx|cx|dx|si|di|sp|bp)|r(?:8|9|1[0-5])[dwb]?|rip|[xyz]mm\d+"
     r"|0x(?:cc|e8|e9|c3|ff, 0x25))\b")
-CAPSTONE = re.compile(r"#include\s*<capstone/|\bcs_(?:open|disasm|insn|regs|malloc|free|option)\b|\bcsh\b")
+# the decoders: capstone's API (every machine), Zydis's (x86-64's walk)
+CAPSTONE = re.compile(r"#include\s*<(?:capstone|Zydis)/|\bcs_(?:open|disasm|insn|regs|malloc|free|option)\b|\bcsh\b"
+                      r"|\bZydis\w+|\bZYDIS_\w+|\bZYAN_\w+")
 
 
 def edges_of(lib):
