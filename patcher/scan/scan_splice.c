@@ -185,7 +185,10 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		struct cp_walk_state now;
 
 		cp_walk_state(&w, &now);
-		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->state))
+		/* taken: the same bytes entered the same way, and a state at
+		 * its end that the walk can take up */
+		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->state) &&
+		    m[1].state.npending <= CP_WALK_PENDING)
 			w.oom = !take_unit(&w, from, k);
 		else if (!(st = cp_code_walk(b, m->start, m->end, &v, err)))
 			again[k] = true;
