@@ -93,6 +93,10 @@ cp_status cp_scan_run(const cp_image *img, const cp_rules *rules,
 void cp_scan_free(cp_scan *scan);
 size_t cp_scan_count(const cp_scan *scan);
 
+/* The text of each code site (the instruction), which only a report needs:
+ * the scan leaves it out. */
+cp_status cp_scan_describe_sites(cp_scan *scan, const cp_image *img, cp_error *err);
+
 /* A person's view and the stable JSON form (docs/json.md). The scan
  * borrows section names from the image: report before cp_image_close.
  * The text view lists "string" references (messages, docstrings naming a

@@ -254,6 +254,8 @@ static void start_workers(struct pool *p, struct worker *w, size_t n)
 		w[k].running = !cp_cleanup_thread(&w[k].thread, work, &w[k]);
 		if (!w[k].running) {
 			zip_discard(w[k].z);
+			cp_cleanup_remove(in);
+			cp_cleanup_remove(out);
 			break;
 		}
 	}

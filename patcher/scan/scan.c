@@ -216,8 +216,6 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 	s->arch = img->arch->name;
 	st = check_module(s, err);
 	if (!st)
-		st = cp_dis_open(&s->dis, img, err);
-	if (!st)
 		st = skip && skip->code ? cp_scan_code_from(s, skip->code, skip->code_img, skip->full_check, err)
 					: cp_scan_code(s, err);
 	if (!st)
@@ -236,7 +234,6 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 		st = cp_scan_from_imports(s, err);
 	if (!st)
 		st = unreached_literals(s, err);
-	cp_dis_close(&s->dis);
 	if (st) {
 		cp_scan_free(s);
 		return st;

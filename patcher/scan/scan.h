@@ -233,7 +233,6 @@ struct cp_scan {
 	struct cp_walk_mark *marks; /* the walk's units, in its order; NULL when
 				     * the walk cannot be taken apart */
 	size_t nmarks;
-	cp_dis dis;                /* for describing sites */
 	struct cp_import_block *blocks;
 	size_t nblocks, capblocks;
 	char **pynames;          /* the module's Python-level names (string table or blob) */
@@ -378,8 +377,9 @@ unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t wh
  * string object's slot or a cimported function's slot can be. */
 bool cp_scan_is_data_slot(const cp_scan *s, uint64_t va);
 
-/* scan_code.c: a code site for the instruction at addr. */
-void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site);
+/* scan_code.c: a code site for the instruction at addr (its text is
+ * filled in by cp_scan_describe_sites, for a report). */
+void cp_scan_code_site(uint64_t addr, struct cp_site *site);
 
 /* scan_imports.c: the slot a cimported function or variable binds to, from
  * the symbol table (0 when the file is stripped). */

@@ -1235,7 +1235,7 @@ static cp_status add_blob_ref(cp_scan *s, size_t bi, size_t k, enum cp_ref_kind 
 		 e->cell_va ? "copied from a .rodata template" : "an immediate in code");
 	if (cp_ref_add_site(r, &site, err))
 		return err->code;
-	cp_scan_code_site(s, b->code, &site);
+	cp_scan_code_site(b->code, &site);
 	return cp_ref_add_site(r, &site, err);
 }
 

@@ -489,12 +489,31 @@ size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first)
 	return n;
 }
 
-void cp_scan_code_site(cp_scan *s, uint64_t addr, struct cp_site *site)
+void cp_scan_code_site(uint64_t addr, struct cp_site *site)
 {
 	memset(site, 0, sizeof(*site));
 	site->kind = CP_SITE_CODE;
 	site->addr = addr;
-	cp_dis_describe(&s->dis, s->img, addr, site->text, sizeof(site->text));
+}
+
+/* A code site's text is the instruction's, decoded only for a report: a
+ * module like cuda-python's driver has 20,000 code sites, and nothing but
+ * `show` prints them. */
+cp_status cp_scan_describe_sites(cp_scan *s, const cp_image *img, cp_error *err)
+{
+	cp_dis d = { NULL, NULL };
+	cp_status st = cp_dis_open(&d, img, err);
+	size_t i, k;
+
+	for (i = 0; !st && i < s->nrefs; i++)
+		for (k = 0; k < s->refs[i].nsites; k++) {
+			struct cp_site *t = &s->refs[i].sites[k];
+
+			if (t->kind == CP_SITE_CODE && !t->text[0])
+				cp_dis_describe(&d, img, t->addr, t->text, sizeof(t->text));
+		}
+	cp_dis_close(&d);
+	return st;
 }
 
 unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t where, uint64_t len,
@@ -600,7 +619,7 @@ cp_status cp_scan_relocs(cp_scan *s, cp_error *err)
 		for (i = 0; i < n; i++) {
 			struct cp_site site;
 
-			cp_scan_code_site(s, s->xrefs[first + i].addr, &site);
+			cp_scan_code_site(s->xrefs[first + i].addr, &site);
 			if (CP_GROW(str->sites, str->capsites, str->nsites + 1))
 				return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 			str->sites[str->nsites++] = site;

@@ -103,7 +103,7 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 
 		if (!site_addrs[i])
 			continue;
-		cp_scan_code_site(s, site_addrs[i], &site);
+		cp_scan_code_site(site_addrs[i], &site);
 		st = cp_ref_add_site(r, &site, err);
 		if (st)
 			return st;
@@ -182,7 +182,7 @@ static cp_status add_type_import(cp_scan *s, const char *module, const struct cp
 	r->loc = literal_loc(s, cls->v);
 	if (!r->module || !r->class_name || !r->value)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	cp_scan_code_site(s, cls->origin, &site);
+	cp_scan_code_site(cls->origin, &site);
 	return cp_ref_add_site(r, &site, err);
 }
 

@@ -247,7 +247,7 @@ static int code_names(cp_scan *s, struct names *ns)
 
 		if (i && s->xrefs[i].target == s->xrefs[i - 1].target)
 			continue;
-		cp_scan_code_site(s, s->xrefs[i].addr, &site);
+		cp_scan_code_site(s->xrefs[i].addr, &site);
 		if (literal_name(s, ns, s->xrefs[i].target, &site))
 			return -1;
 	}
