@@ -33,14 +33,8 @@ static bool append(void **dst, size_t *n, size_t *cap, const void *src, size_t f
 
 	if (!k)
 		return true;
-	if (*n + k > *cap) {
-		void *p = realloc(*dst, (*n + k) * size);
-
-		if (!p)
-			return false;
-		*dst = p;
-		*cap = *n + k;
-	}
+	if (cp_grow(dst, cap, *n + k, size))
+		return false;
 	memcpy((char *)*dst + *n * size, (const char *)src + from * size, k * size);
 	*n += k;
 	return true;
