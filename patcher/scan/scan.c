@@ -157,11 +157,6 @@ bool cp_scan_is_module(const cp_image *img)
 	return check_module(&s, &err) == CP_OK;
 }
 
-cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
-{
-	return cp_scan_run_skipping(img, rules, NULL, out, err);
-}
-
 /* One entry per search window of each section, each true (a needle may
  * be there) until the string search finds it empty. */
 static bool alloc_windows(cp_scan *s, const cp_image *img)
@@ -194,8 +189,8 @@ bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from)
 	return k >= s->window_at[sec + 1] || s->window_hit[k];
 }
 
-cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
-			       cp_scan **out, cp_error *err)
+static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
+		     unsigned threads, cp_scan **out, cp_error *err)
 {
 	cp_scan *s = calloc(1, sizeof(*s));
 	cp_status st;
@@ -211,6 +206,7 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	}
 	s->skip = skip;
+	s->threads = threads;
 	s->img = img;
 	s->rules = rules;
 	s->arch = img->arch->name;
@@ -246,6 +242,23 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 	s->img = NULL;
 	*out = s;
 	return CP_OK;
+}
+
+cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
+{
+	return run(img, rules, NULL, 0, out, err);
+}
+
+cp_status cp_scan_run_threads(const cp_image *img, const cp_rules *rules, unsigned threads, cp_scan **out,
+			      cp_error *err)
+{
+	return run(img, rules, NULL, threads, out, err);
+}
+
+cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
+			       cp_scan **out, cp_error *err)
+{
+	return run(img, rules, skip, 0, out, err);
 }
 
 size_t cp_scan_count(const cp_scan *s)

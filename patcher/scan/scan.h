@@ -266,6 +266,7 @@ struct cp_scan {
 	size_t *window_at;       /* nwindow_sec + 1 entries */
 	size_t nwindow_sec;
 	const struct cp_scan_skip *skip; /* windows the string search passes over, or NULL */
+	unsigned threads;        /* the code walk's (0: one per core, by size) */
 };
 
 /* The longest needle, in bytes with its NUL: how far a needle that
@@ -286,6 +287,12 @@ struct cp_scan_skip {
 	bool full_check;
 };
 
+/* As cp_scan_run, with the code walk on `threads` threads whatever the
+ * code's size (1: the calling thread alone; 0: cp_scan_run's choice, one
+ * per core where the code is large enough to share). */
+cp_status cp_scan_run_threads(const cp_image *img, const cp_rules *rules, unsigned threads, cp_scan **out,
+			      cp_error *err);
+
 /* As cp_scan_run, but the string search passes over the windows skip
  * names. */
 cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
@@ -302,8 +309,9 @@ bool cp_scan_is_module(const cp_image *img);
 /* scan_strings.c: literals holding a mapped name, outside blobs. */
 cp_status cp_scan_strings(cp_scan *s, cp_error *err);
 
-/* scan_code.c: the code walk: sites of strings, calls, import blocks,
- * jumps and uses of imported functions. */
+/* scan_threads.c: the code walk (scan_code.c), on several threads where
+ * the code is large: sites of strings, calls, import blocks, jumps and
+ * uses of imported functions. */
 cp_status cp_scan_code(cp_scan *s, cp_error *err);
 
 /* scan_code.c: frees what the code walk added to s (cp_scan_free does). */

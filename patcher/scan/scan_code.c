@@ -13,9 +13,11 @@
 #include "scan/scan_walk.h"
 #include "cython/cython.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #include <assert.h>
 #include <elf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +111,12 @@ static void record_mark(struct cp_walk *w, struct cp_walk_mark *m)
 static void enter_to(struct cp_walk *w, uint64_t addr)
 {
 	while (w->marking && w->next_mark < w->s->nmarks && w->s->marks[w->next_mark].start <= addr)
+		record_mark(w, &w->s->marks[w->next_mark++]);
+}
+
+void cp_walk_enter_unit(struct cp_walk *w, size_t k)
+{
+	while (w->marking && w->next_mark <= k && w->next_mark < w->s->nmarks)
 		record_mark(w, &w->s->marks[w->next_mark++]);
 }
 
@@ -406,21 +414,31 @@ cp_status cp_walk_end(struct cp_walk *w, bool sorted, cp_error *err)
 	}
 	if (w->oom)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	if (!sorted && s->nxrefs)
-		qsort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), cp_walk_xref_order);
-	if (!sorted && s->njumps)
-		qsort(s->jumps, s->njumps, sizeof(*s->jumps), cp_walk_jump_order);
+	if (!sorted && !cp_walk_sort_found(s))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	return CP_OK;
 }
 
-cp_status cp_scan_code(cp_scan *s, cp_error *err)
+bool cp_walk_sort(void *base, size_t n, size_t size, size_t primary, size_t secondary)
+{
+	/* stable: by the secondary key, then by the primary */
+	return cp_sort_by_key(base, n, size, secondary) && cp_sort_by_key(base, n, size, primary);
+}
+
+bool cp_walk_sort_found(cp_scan *s)
+{
+	return cp_walk_sort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), offsetof(struct cp_xref, target),
+			    offsetof(struct cp_xref, addr)) &&
+	       cp_walk_sort(s->jumps, s->njumps, sizeof(*s->jumps), offsetof(struct cp_jump, to),
+			    offsetof(struct cp_jump, from));
+}
+
+cp_status cp_scan_code_one(cp_scan *s, cp_error *err)
 {
 	struct cp_walk w;
 	struct cp_code_visitor v;
 	cp_status st;
 
-	if (s->img->arch->walk_local && !cp_walk_units(s, s->img))
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	cp_walk_start(&w, s, true, &v);
 	st = cp_code_walk(s->img, 0, 0, &v, err);
 	return st ? st : cp_walk_end(&w, false, err);
@@ -468,6 +486,61 @@ bool cp_walk_copy_block(cp_scan *s, const struct cp_import_block *b, uint64_t fr
 			return false;
 		c->loads[c->nloads++] = b->loads[k];
 	}
+	return true;
+}
+
+static bool append(void **dst, size_t *n, size_t *cap, const void *src, size_t from, size_t to, size_t size)
+{
+	size_t k = to - from;
+
+	if (!k)
+		return true;
+	if (cp_grow(dst, cap, *n + k, size))
+		return false;
+	memcpy((char *)*dst + *n * size, (const char *)src + from * size, k * size);
+	*n += k;
+	return true;
+}
+
+/* The block of from's that was open at mark m (call m->state.block). */
+static const struct cp_import_block *open_block_of(const cp_scan *from, const struct cp_walk_mark *m)
+{
+	size_t i;
+
+	for (i = m->nblocks; m->state.block && i-- > 0;)
+		if (from->blocks[i].call == m->state.block)
+			return &from->blocks[i];
+	return NULL;
+}
+
+bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
+{
+	cp_scan *s = w->s;
+	const struct cp_walk_mark *m = &from->marks[k], *next = &from->marks[k + 1];
+	const struct cp_import_block *open = open_block_of(from, m);
+	size_t i;
+
+	if (!append((void **)&s->calls, &s->ncalls, &s->capcalls, from->calls, m->ncalls, next->ncalls,
+		    sizeof(*s->calls)) ||
+	    !append((void **)&s->uses, &s->nuses, &s->capuses, from->uses, m->nuses, next->nuses,
+		    sizeof(*s->uses)) ||
+	    !append((void **)&s->fuses, &s->nfuses, &s->capfuses, from->fuses, m->nfuses, next->nfuses,
+		    sizeof(*s->fuses)) ||
+	    !append((void **)&s->derived, &s->nderived, &s->capderived, from->derived, m->nderived,
+		    next->nderived, sizeof(*s->derived)))
+		return false;
+	/* the loads the unit adds to the block open as it starts */
+	for (i = 0; open && w->block && i < open->nloads; i++) {
+		if (open->loads[i].at < m->start || open->loads[i].at >= m->end)
+			continue;
+		if (CP_GROW(w->block->loads, w->block->caploads, w->block->nloads + 1))
+			return false;
+		w->block->loads[w->block->nloads++] = open->loads[i];
+	}
+	for (i = m->nblocks; i < next->nblocks; i++)
+		if (!cp_walk_copy_block(s, &from->blocks[i], m->start, m->end))
+			return false;
+	cp_walk_resume(w, &next->state);
 	return true;
 }
 

@@ -27,63 +27,6 @@ static bool same_bytes(const cp_image *a, const cp_image *b, uint64_t start, uin
 	return x && y && !memcmp(x, y, end - start);
 }
 
-static bool append(void **dst, size_t *n, size_t *cap, const void *src, size_t from, size_t to, size_t size)
-{
-	size_t k = to - from;
-
-	if (!k)
-		return true;
-	if (cp_grow(dst, cap, *n + k, size))
-		return false;
-	memcpy((char *)*dst + *n * size, (const char *)src + from * size, k * size);
-	*n += k;
-	return true;
-}
-
-/* The block of from's that was open at mark m (call m->state.block). */
-static const struct cp_import_block *open_block_of(const cp_scan *from, const struct cp_walk_mark *m)
-{
-	size_t i;
-
-	for (i = m->nblocks; m->state.block && i-- > 0;)
-		if (from->blocks[i].call == m->state.block)
-			return &from->blocks[i];
-	return NULL;
-}
-
-/* Unit k of from's walk, taken: its findings appended to the walk's scan,
- * and the walk put in the state it leaves. */
-static bool take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
-{
-	cp_scan *s = w->s;
-	const struct cp_walk_mark *m = &from->marks[k], *next = &from->marks[k + 1];
-	const struct cp_import_block *open = open_block_of(from, m);
-	size_t i;
-
-	if (!append((void **)&s->calls, &s->ncalls, &s->capcalls, from->calls, m->ncalls, next->ncalls,
-		    sizeof(*s->calls)) ||
-	    !append((void **)&s->uses, &s->nuses, &s->capuses, from->uses, m->nuses, next->nuses,
-		    sizeof(*s->uses)) ||
-	    !append((void **)&s->fuses, &s->nfuses, &s->capfuses, from->fuses, m->nfuses, next->nfuses,
-		    sizeof(*s->fuses)) ||
-	    !append((void **)&s->derived, &s->nderived, &s->capderived, from->derived, m->nderived,
-		    next->nderived, sizeof(*s->derived)))
-		return false;
-	/* the loads the unit adds to the block open as it starts */
-	for (i = 0; open && w->block && i < open->nloads; i++) {
-		if (open->loads[i].at < m->start || open->loads[i].at >= m->end)
-			continue;
-		if (CP_GROW(w->block->loads, w->block->caploads, w->block->nloads + 1))
-			return false;
-		w->block->loads[w->block->nloads++] = open->loads[i];
-	}
-	for (i = m->nblocks; i < next->nblocks; i++)
-		if (!cp_walk_copy_block(s, &from->blocks[i], m->start, m->end))
-			return false;
-	cp_walk_resume(w, &next->state);
-	return true;
-}
-
 /* The unit of from's walk that holds addr, or from->nmarks. */
 static size_t unit_of(const cp_scan *from, uint64_t addr)
 {
@@ -109,7 +52,9 @@ struct sorted_list {
 	const void *from;
 	size_t nfrom, size;
 	int (*order)(const void *, const void *);
-	size_t addr_at; /* offset of the address that places an entry in a unit */
+	size_t key_at;  /* offset of the key it is sorted by first */
+	size_t addr_at; /* offset of the address that places an entry in a unit,
+			 * which it is sorted by next */
 };
 
 static bool taken(const cp_scan *from, const bool *again, const struct sorted_list *l, size_t i)
@@ -129,8 +74,10 @@ static bool merge(const cp_scan *from, const bool *again, const struct sorted_li
 
 	if (!out)
 		return false;
-	if (m)
-		qsort(mine, m, l->size, l->order);
+	if (!cp_walk_sort(mine, m, l->size, l->key_at, l->addr_at)) {
+		free(out);
+		return false;
+	}
 	while (i < l->nfrom || j < m) {
 		const char *x = (const char *)l->from + i * l->size;
 
@@ -155,9 +102,11 @@ static bool merge(const cp_scan *from, const bool *again, const struct sorted_li
 static bool take_sorted(cp_scan *s, const cp_scan *from, const bool *again)
 {
 	struct sorted_list x = { (void **)&s->xrefs, &s->nxrefs, &s->capxrefs, from->xrefs, from->nxrefs,
-				 sizeof(*s->xrefs), cp_walk_xref_order, offsetof(struct cp_xref, addr) };
+				 sizeof(*s->xrefs), cp_walk_xref_order, offsetof(struct cp_xref, target),
+				 offsetof(struct cp_xref, addr) };
 	struct sorted_list j = { (void **)&s->jumps, &s->njumps, &s->capjumps, from->jumps, from->njumps,
-				 sizeof(*s->jumps), cp_walk_jump_order, offsetof(struct cp_jump, from) };
+				 sizeof(*s->jumps), cp_walk_jump_order, offsetof(struct cp_jump, to),
+				 offsetof(struct cp_jump, from) };
 
 	return merge(from, again, &x) && merge(from, again, &j);
 }
@@ -183,7 +132,7 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		 * its end that the walk can take up */
 		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->state) &&
 		    m[1].state.npending <= CP_WALK_PENDING)
-			w.oom = !take_unit(&w, from, k);
+			w.oom = !cp_walk_take_unit(&w, from, k);
 		else if (!(st = cp_code_walk(b, m->start, m->end, &v, err)))
 			again[k] = true;
 	}

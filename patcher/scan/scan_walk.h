@@ -36,6 +36,10 @@ void cp_walk_start(struct cp_walk *w, cp_scan *s, bool marking, struct cp_code_v
  * when the walked spans do not rise in address. false: out of memory. */
 bool cp_walk_units(cp_scan *s, const cp_image *img);
 
+/* The walk enters unit k: the marks of the units up to k are recorded
+ * (when it is marking) with the walk's findings and state now. */
+void cp_walk_enter_unit(struct cp_walk *w, size_t k);
+
 void cp_walk_state(const struct cp_walk *w, struct cp_walk_state *st);
 bool cp_walk_state_equal(const struct cp_walk_state *a, const struct cp_walk_state *b);
 /* Takes up the state st, whose open block (if any) is among s's blocks. */
@@ -46,13 +50,34 @@ void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st);
  * of memory. */
 cp_status cp_walk_end(struct cp_walk *w, bool sorted, cp_error *err);
 
+/* Sorts s->xrefs and s->jumps into the orders below; false: out of
+ * memory. */
+bool cp_walk_sort_found(cp_scan *s);
+/* Sorts n records by the uint64_t at primary, then at secondary. */
+bool cp_walk_sort(void *base, size_t n, size_t size, size_t primary, size_t secondary);
+
 /* The orders of s->xrefs (target, then address) and s->jumps (target,
  * then source), for qsort. */
 int cp_walk_xref_order(const void *a, const void *b);
 int cp_walk_jump_order(const void *a, const void *b);
 
+/* Unit k of from's walk (from->marks[k]), taken: its calls, uses, derived
+ * references and import blocks appended to the walk's scan (not its xrefs
+ * and jumps, which the caller orders), and the walk put in the state the
+ * unit leaves. false: out of memory. */
+bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k);
+
 /* Appends a copy of import block b (the loads of it at [from, to)) to s,
  * with its module's name read from s's image. false: out of memory. */
 bool cp_walk_copy_block(cp_scan *s, const struct cp_import_block *b, uint64_t from, uint64_t to);
+
+/* The walk of all of s's code on the calling thread, recording s->marks
+ * when cp_walk_units made them (scan_threads.c's cp_scan_code decides
+ * whether to share the walk among threads). */
+cp_status cp_scan_code_one(cp_scan *s, cp_error *err);
+
+/* scan_threads.c: how many threads a walk of all of s's code should use
+ * (1: its code is too small to share; s->marks made). */
+unsigned cp_walk_threads(const cp_scan *s);
 
 #endif

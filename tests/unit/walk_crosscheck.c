@@ -9,7 +9,9 @@
  * their loads), then every reference and its sites. It also counts the
  * outputs where the shortcut walked some functions again and took the
  * rest, and fails if there were none: a cross-check that never crossed
- * anything proves nothing. Exits 1 on the first difference, naming it.
+ * anything proves nothing. Each input is also walked on one thread and
+ * on 2, 3 and 8 (scan/scan_threads.c), and the findings compared the same
+ * way. Exits 1 on the first difference, naming it.
  *
  * usage: walk_crosscheck RULES FILE|DIR...  (directories: every *.so below)
  */
@@ -134,7 +136,7 @@ static int compare_refs(const cp_scan *a, const cp_scan *b, const char *path, co
 static struct {
 	cp_rules *rules;
 	char tmp[64];
-	size_t files, compared, spliced;
+	size_t files, compared, spliced, threaded;
 	int bad;
 } t;
 
@@ -187,6 +189,32 @@ static int check_layout(const char *path, const cp_image *in, const cp_scan *in_
 	return bad;
 }
 
+/* The walk on one thread against the walk cut into runs on n threads
+ * (scan/scan_threads.c), however small the module: every cut where an
+ * import block is open is a join that must walk units again. */
+static int check_threads(const char *path, const cp_image *in, const cp_scan *one)
+{
+	static const unsigned counts[] = { 2, 3, 8 };
+	char label[32];
+	cp_scan *cut = NULL;
+	cp_error err;
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; !bad && i < sizeof(counts) / sizeof(counts[0]); i++) {
+		snprintf(label, sizeof(label), "%u threads", counts[i]);
+		if (cp_scan_run_threads(in, t.rules, counts[i], &cut, &err)) {
+			fprintf(stderr, "walk_crosscheck: %s\n", err.msg);
+			return 1;
+		}
+		bad = compare_lists(one, cut, path, label) || compare_calls(one, cut, path, label) ||
+		      compare_refs(one, cut, path, label);
+		t.threaded++;
+		cp_scan_free(cut);
+	}
+	return bad;
+}
+
 static int check_file(const char *path)
 {
 	static const char *const layouts[] = { "legacy", "bindings", "fallback" };
@@ -198,9 +226,11 @@ static int check_file(const char *path)
 
 	if (cp_image_open(path, &in, &err))
 		return 0; /* not an ELF file the patcher reads: nothing to compare */
-	if (!cp_scan_run(in, t.rules, &scan, &err))
+	if (!cp_scan_run_threads(in, t.rules, 1, &scan, &err)) {
+		bad = check_threads(path, in, scan);
 		for (i = 0; !bad && i < sizeof(layouts) / sizeof(layouts[0]); i++)
 			bad = check_layout(path, in, scan, layouts[i]);
+	}
 	cp_scan_free(scan);
 	cp_image_close(in);
 	return bad;
@@ -237,7 +267,8 @@ int main(int argc, char **argv)
 			"the rest taken\n", t.files);
 		return 1;
 	}
-	printf("walk_crosscheck: %zu outputs of %zu files scanned both ways, the same (%zu walked again in part)\n",
-	       t.compared, t.files, t.spliced);
+	printf("walk_crosscheck: %zu outputs of %zu files scanned both ways, the same (%zu walked again in part); "
+	       "%zu walks on several threads the same as on one\n",
+	       t.compared, t.files, t.spliced, t.threaded);
 	return 0;
 }

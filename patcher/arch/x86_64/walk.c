@@ -33,25 +33,26 @@ struct walk {
 	size_t next_func; /* index into img->func of the next function start */
 };
 
-/* A general register's number (R_RAX...) whatever its width, or -1. */
+/* A general register's number (R_RAX...) whatever its width, or -1. Zydis
+ * numbers each width's registers in encoding order (the walk meets a
+ * register operand in most instructions: arithmetic, not a class lookup). */
+_Static_assert(ZYDIS_REGISTER_R15B - ZYDIS_REGISTER_AL == 19 && ZYDIS_REGISTER_R15W - ZYDIS_REGISTER_AX == 15 &&
+		       ZYDIS_REGISTER_R15D - ZYDIS_REGISTER_EAX == 15 && ZYDIS_REGISTER_R15 - ZYDIS_REGISTER_RAX == 15,
+	       "Zydis's general registers are not in encoding order");
 static int reg64(ZydisRegister r)
 {
-	static const ZydisRegister gpr64[16] = {
-		ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
-		ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
-		ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
-		ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15
-	};
-	ZydisRegister big;
-	int i;
-
-	if (ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR8 && ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR16 &&
-	    ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR32 && ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR64)
-		return -1;
-	big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
-	for (i = 0; i < 16; i++)
-		if (gpr64[i] == big)
-			return i;
+	if (r >= ZYDIS_REGISTER_RAX && r <= ZYDIS_REGISTER_R15)
+		return (int)(r - ZYDIS_REGISTER_RAX);
+	if (r >= ZYDIS_REGISTER_EAX && r <= ZYDIS_REGISTER_R15D)
+		return (int)(r - ZYDIS_REGISTER_EAX);
+	if (r >= ZYDIS_REGISTER_AX && r <= ZYDIS_REGISTER_R15W)
+		return (int)(r - ZYDIS_REGISTER_AX);
+	if (r >= ZYDIS_REGISTER_AL && r <= ZYDIS_REGISTER_BL)
+		return (int)(r - ZYDIS_REGISTER_AL);
+	if (r >= ZYDIS_REGISTER_AH && r <= ZYDIS_REGISTER_BH) /* ah..bh: rax..rbx */
+		return (int)(r - ZYDIS_REGISTER_AH);
+	if (r >= ZYDIS_REGISTER_SPL && r <= ZYDIS_REGISTER_R15B) /* spl, bpl, sil, dil, r8b..r15b */
+		return (int)(r - ZYDIS_REGISTER_SPL) + R_RSP;
 	return -1;
 }
 
@@ -355,6 +356,16 @@ static void enter(struct walk *w, uint64_t addr)
 	}
 }
 
+/* DecodeFull, without zeroing the operand slots past the instruction's
+ * (nothing reads them). */
+static bool decode(const ZydisDecoder *dec, const uint8_t *code, size_t size, struct zin *z)
+{
+	ZydisDecoderContext ctx;
+
+	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code, size, &z->in)) &&
+	       ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &ctx, &z->in, z->op, z->in.operand_count));
+}
+
 static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_section *s, uint64_t start,
 		       uint64_t end)
 {
@@ -368,7 +379,7 @@ static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_
 	memset(w->hoisted, 0, sizeof(w->hoisted));
 	w->next_func = cp_image_func_after(w->img, start);
 	while (pos < size) {
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code + pos, size - pos, &z.in, z.op))) {
+		if (!decode(dec, code + pos, size - pos, &z)) {
 			pos++;
 			reset(w);
 			continue;

@@ -1,0 +1,206 @@
+/*
+ * scan_threads.c - the code walk of a large module on several threads.
+ *
+ * Where an architecture's walk of a function reads only that function
+ * (cp_arch.walk_local), the walk's units are cut into runs of about equal
+ * size. The first run is walked on the calling thread, every other on a
+ * thread of its own into a scan of its own, from the state of no import
+ * block open. The runs are then joined in order, as the check's splice
+ * joins the input's walk (scan_splice.c): a unit entered in the state that
+ * its run's walk entered it in is taken as that walk found it; any other
+ * (an import block left open across a cut) is walked again, and the
+ * states agree again within a few units. What is found is what one walk
+ * of all code finds (tests/unit/walk_crosscheck.c compares the two).
+ */
+#include "scan/scan_walk.h"
+#include "util/cleanup_on_signal.h"
+#include "util/error.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIN_RUN (2u << 20) /* bytes of code a thread is worth starting for */
+#define MAX_THREADS 8
+
+struct run {
+	cp_scan part;          /* its findings; part.marks: its units, then the next */
+	size_t first;          /* its first unit in the scan's marks */
+	cp_error err;
+	cp_status st;
+	pthread_t thread;
+	bool running;
+};
+
+static uint64_t code_bytes(const cp_scan *s, size_t from, size_t to)
+{
+	uint64_t n = 0;
+	size_t k;
+
+	for (k = from; k < to; k++)
+		n += s->marks[k].end - s->marks[k].start;
+	return n;
+}
+
+unsigned cp_walk_threads(const cp_scan *s)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t by_size = code_bytes(s, 0, s->nmarks) / MIN_RUN;
+	unsigned n = cores > 0 ? (unsigned)cores : 1;
+
+	if (s->threads)
+		return s->threads;
+	if (n > MAX_THREADS)
+		n = MAX_THREADS;
+	if (by_size < n)
+		n = by_size ? (unsigned)by_size : 1;
+	return n;
+}
+
+/* The first unit of each run: cut[0] = 0 < ... < cut[n] = nmarks, the runs
+ * about equal in bytes; the number of runs (fewer when units are large). */
+static size_t cut_runs(const cp_scan *s, unsigned n, size_t *cut)
+{
+	uint64_t total = code_bytes(s, 0, s->nmarks), acc = 0;
+	size_t k, r = 1;
+
+	cut[0] = 0;
+	for (k = 0; k < s->nmarks && r < n; k++) {
+		acc += s->marks[k].end - s->marks[k].start;
+		if (acc >= total / n * r && k + 1 < s->nmarks)
+			cut[r++] = k + 1;
+	}
+	cut[r] = s->nmarks;
+	return r;
+}
+
+static void *walk_run(void *arg)
+{
+	struct run *r = arg;
+	cp_scan *p = &r->part;
+	struct cp_walk w;
+	struct cp_code_visitor v;
+
+	cp_walk_start(&w, p, true, &v);
+	r->st = cp_code_walk(p->img, p->marks[0].start, p->marks[p->nmarks - 1].end, &v, &r->err);
+	if (!r->st)
+		r->st = cp_walk_end(&w, true, &r->err); /* left in the walk's order */
+	return NULL;
+}
+
+static bool start_run(cp_scan *s, struct run *r, size_t first, size_t end)
+{
+	size_t n = end - first;
+
+	memset(r, 0, sizeof(*r));
+	r->first = first;
+	r->part.img = s->img;
+	r->part.path = s->path;
+	r->part.marks = malloc((n + 1) * sizeof(*r->part.marks));
+	if (!r->part.marks)
+		return false;
+	memcpy(r->part.marks, &s->marks[first], (n + 1) * sizeof(*r->part.marks));
+	r->part.nmarks = n;
+	r->running = !cp_cleanup_thread(&r->thread, walk_run, r);
+	if (!r->running)
+		walk_run(r); /* no thread: here, then */
+	return true;
+}
+
+/* Appends the entries of list (in address order) at or after *at whose
+ * address is in [start, end) when take, and moves *at past them. */
+static bool take_span(void **dst, size_t *n, size_t *cap, const void *list, size_t len, size_t size,
+		      size_t addr_at, size_t *at, uint64_t start, uint64_t end, bool take)
+{
+	size_t i = *at;
+
+	for (; i < len; i++) {
+		uint64_t a;
+
+		memcpy(&a, (const char *)list + i * size + addr_at, sizeof(a));
+		if (a >= end)
+			break;
+		if (!take || a < start)
+			continue;
+		if (cp_grow(dst, cap, *n + 1, size))
+			return false;
+		memcpy((char *)*dst + (*n)++ * size, (const char *)list + i * size, size);
+	}
+	*at = i;
+	return true;
+}
+
+/* Run r joined to the walk w of s: each unit taken, or walked again. */
+static cp_status join_run(struct cp_walk *w, const struct cp_code_visitor *v, struct run *r, cp_error *err)
+{
+	cp_scan *s = w->s;
+	const cp_scan *p = &r->part;
+	size_t j, xi = 0, ji = 0;
+	cp_status st = CP_OK;
+
+	for (j = 0; !st && !w->oom && j < p->nmarks; j++) {
+		const struct cp_walk_mark *m = &p->marks[j];
+		struct cp_walk_state now;
+		bool take;
+
+		cp_walk_enter_unit(w, r->first + j);
+		cp_walk_state(w, &now);
+		take = cp_walk_state_equal(&now, &m->state) && m[1].state.npending <= CP_WALK_PENDING;
+		if (!take_span((void **)&s->xrefs, &s->nxrefs, &s->capxrefs, p->xrefs, p->nxrefs, sizeof(*p->xrefs),
+			       offsetof(struct cp_xref, addr), &xi, m->start, m->end, take) ||
+		    !take_span((void **)&s->jumps, &s->njumps, &s->capjumps, p->jumps, p->njumps, sizeof(*p->jumps),
+			       offsetof(struct cp_jump, from), &ji, m->start, m->end, take))
+			w->oom = true;
+		else if (take)
+			w->oom = !cp_walk_take_unit(w, p, j);
+		else
+			st = cp_code_walk(s->img, m->start, m->end, v, err);
+	}
+	return st ? st : w->oom ? cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path) : CP_OK;
+}
+
+static cp_status walk_threads(cp_scan *s, unsigned n, cp_error *err)
+{
+	struct run runs[MAX_THREADS];
+	size_t cut[MAX_THREADS + 1], nruns, k;
+	struct cp_walk w;
+	struct cp_code_visitor v;
+	cp_status st = CP_OK;
+	bool oom = false;
+
+	assert(s->marks && n >= 1);
+	nruns = cut_runs(s, n < MAX_THREADS ? n : MAX_THREADS, cut);
+	for (k = 1; k < nruns; k++)
+		oom = !start_run(s, &runs[k], cut[k], cut[k + 1]) || oom;
+	cp_walk_start(&w, s, true, &v);
+	if (!oom)
+		st = cp_code_walk(s->img, s->marks[0].start, s->marks[cut[1] - 1].end, &v, err);
+	for (k = 1; k < nruns; k++) {
+		if (runs[k].running)
+			pthread_join(runs[k].thread, NULL);
+		if (!st && !oom && runs[k].st)
+			st = cp_fail(err, runs[k].err.code, "%s", runs[k].err.msg);
+		if (!st && !oom)
+			st = join_run(&w, &v, &runs[k], err);
+	}
+	for (k = 1; k < nruns; k++) {
+		runs[k].part.path = NULL;
+		cp_scan_free_walk(&runs[k].part);
+	}
+	if (!st && oom)
+		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	return st ? st : cp_walk_end(&w, false, err);
+}
+
+cp_status cp_scan_code(cp_scan *s, cp_error *err)
+{
+	unsigned n;
+
+	if (s->img->arch->walk_local && !cp_walk_units(s, s->img))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	n = s->marks ? cp_walk_threads(s) : 1;
+	return n > 1 ? walk_threads(s, n, err) : cp_scan_code_one(s, err);
+}

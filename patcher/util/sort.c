@@ -1,0 +1,88 @@
+/*
+ * sort.c - a stable radix sort of records by a 64-bit key (see sort.h).
+ */
+#include "util/sort.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIGIT_BITS 16
+#define NBUCKET (1u << DIGIT_BITS)
+
+static uint64_t key_at(const char *rec, size_t key_off)
+{
+	uint64_t k;
+
+	memcpy(&k, rec + key_off, sizeof(k));
+	return k;
+}
+
+bool cp_sorted_by_key(const void *base, size_t n, size_t size, size_t key_off)
+{
+	const char *p = base;
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if (key_at(p + (i - 1) * size, key_off) > key_at(p + i * size, key_off))
+			return false;
+	return true;
+}
+
+/* One counting pass on the digit at shift: from src into dst. */
+static void pass(const char *src, char *dst, size_t n, size_t size, size_t key_off, unsigned shift,
+		 size_t *count)
+{
+	size_t i, sum = 0;
+
+	memset(count, 0, NBUCKET * sizeof(*count));
+	for (i = 0; i < n; i++)
+		count[(key_at(src + i * size, key_off) >> shift) & (NBUCKET - 1)]++;
+	for (i = 0; i < NBUCKET; i++) {
+		size_t c = count[i];
+
+		count[i] = sum;
+		sum += c;
+	}
+	for (i = 0; i < n; i++) {
+		const char *r = src + i * size;
+
+		memcpy(dst + count[(key_at(r, key_off) >> shift) & (NBUCKET - 1)]++ * size, r, size);
+	}
+}
+
+bool cp_sort_by_key(void *base, size_t n, size_t size, size_t key_off)
+{
+	char *a = base, *b, *src, *dst;
+	uint64_t max = 0;
+	size_t i, *count;
+	unsigned shift;
+
+	if (n < 2 || cp_sorted_by_key(base, n, size, key_off))
+		return true;
+	for (i = 0; i < n; i++)
+		if (key_at(a + i * size, key_off) > max)
+			max = key_at(a + i * size, key_off);
+	b = malloc(n * size);
+	count = malloc(NBUCKET * sizeof(*count));
+	if (!b || !count) {
+		free(b);
+		free(count);
+		return false;
+	}
+	src = a;
+	dst = b;
+	for (shift = 0; shift < 64 && (shift == 0 || max >> shift); shift += DIGIT_BITS) {
+		char *t;
+
+		pass(src, dst, n, size, key_off, shift, count);
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * size);
+	free(b);
+	free(count);
+	return true;
+}

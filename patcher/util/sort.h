@@ -1,0 +1,21 @@
+/*
+ * sort.h - a stable sort of fixed-size records by a 64-bit key: the code
+ * walk's findings (a million jumps in a large module), which glibc's qsort
+ * took a tenth of a scan's time to order through its comparison calls.
+ */
+#ifndef CP_SORT_H
+#define CP_SORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Orders n records of size bytes at base by the uint64_t at key_off in
+ * each, keeping the order of records with equal keys (LSD radix sort, 16
+ * bits a pass, as many passes as the largest key needs). false: out of
+ * memory, and base is as it was. */
+bool cp_sort_by_key(void *base, size_t n, size_t size, size_t key_off);
+
+/* Whether the records are in order of that key already. */
+bool cp_sorted_by_key(const void *base, size_t n, size_t size, size_t key_off);
+
+#endif
