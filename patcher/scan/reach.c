@@ -2,8 +2,11 @@
  * reach.c - backward reaching values over a function's branches (see
  * reach.h).
  *
- * The function is decoded linearly once (GCC and clang keep no data in
- * .text), each instruction read as the facts of arch/code.h. A state is
+ * The function is decoded linearly (GCC and clang keep no data in .text),
+ * each instruction read as the facts of arch/code.h, and only as far as a
+ * question needs: up to the instruction asked about, and on to the source
+ * of any jump the search follows back (a module's init function is half a
+ * megabyte, and its imports are asked about near the start). A state is
  * "the value of location r right before instruction i" (a register, or a
  * stack slot); its predecessors are the instruction before i, unless that
  * one ends its block (a jump, a return, a halt), and every direct jump to
@@ -50,10 +53,15 @@ struct cp_reach {
 	const struct cp_jump *jumps;
 	size_t njumps;
 	cp_dis dis;
-	uint64_t start, end;  /* the decoded function */
-	struct insn *in;
+	uint64_t start, end;  /* the function being decoded */
+	struct insn *in;      /* its first n instructions */
 	size_t n, cap;
-	uint8_t *seen;        /* n * NLOC states */
+	const uint8_t *code;  /* where decoding goes on: the bytes left, */
+	size_t left;
+	uint64_t next;        /* and their address */
+	bool oom;
+	uint8_t *seen;        /* nseen * NLOC states, zero past a question's start */
+	size_t nseen, capseen;
 	int32_t slot_disp[NLOC - NREG]; /* the stack slots of the question asked */
 	size_t nslots;
 	size_t *stack;
@@ -123,57 +131,79 @@ static void classify(const struct cp_arch *arch, const struct cp_insn_facts *f, 
 	o->copy_src = f->copy_src;
 }
 
-/* Decodes the function [start, end) unless it is the one decoded last. */
-static cp_status decode(cp_reach *r, uint64_t start, uint64_t end, cp_error *err)
+/* Starts on the function [start, end) unless it is the one begun last. */
+static void begin(cp_reach *r, uint64_t start, uint64_t end)
 {
 	const struct cp_section *s = cp_image_section_at(r->img, start);
-	const uint8_t *code;
-	struct cp_insn_facts f;
-	size_t size;
-	uint64_t addr = start;
 
-	if (r->in && r->start == start && r->end == end)
-		return CP_OK;
-	r->n = 0;
-	r->start = r->end = 0;
+	if (r->start == start && r->end == end && (r->n || r->left))
+		return;
+	r->n = r->nseen = 0;
+	r->left = 0;
+	r->start = start;
+	r->end = end;
+	r->next = start;
 	if (!s || !cp_section_is_code(s) || end <= start || end - start > s->size - (start - s->addr))
-		return CP_OK;
-	code = cp_image_bytes(r->img, s->offset + (start - s->addr), end - start);
-	if (!code)
-		return CP_OK;
-	size = end - start;
-	while (size > 0) {
-		if (CP_GROW(r->in, r->cap, r->n + 1))
-			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
-		if (!cp_dis_next(&r->dis, &code, &size, &addr)) {
+		return;
+	r->code = cp_image_bytes(r->img, s->offset + (start - s->addr), end - start);
+	r->left = r->code ? end - start : 0;
+}
+
+/* Decodes on until every instruction that starts at or before addr is
+ * decoded; false when out of memory. */
+static bool decode_to(cp_reach *r, uint64_t addr)
+{
+	struct cp_insn_facts f;
+
+	while (r->left > 0 && r->next <= addr) {
+		struct insn *o;
+
+		if (CP_GROW(r->in, r->cap, r->n + 1)) {
+			r->oom = true;
+			return false;
+		}
+		o = &r->in[r->n++];
+		if (!cp_dis_next(&r->dis, &r->code, &r->left, &r->next)) {
 			/* not code: nothing falls through it, nothing is known past it */
-			memset(&r->in[r->n], 0, sizeof(r->in[r->n]));
-			r->in[r->n].addr = addr;
-			r->in[r->n].writes = ~0u;
-			r->in[r->n].load_reg = r->in[r->n].copy_dst = r->in[r->n].copy_src = r->in[r->n].imm_reg = -1;
-			r->in[r->n].spill_src = r->in[r->n].fill_dst = -1;
-			r->in[r->n].moves_sp = true;
-			r->in[r->n++].ends = true;
-			code++;
-			size--;
-			addr++;
+			memset(o, 0, sizeof(*o));
+			o->addr = r->next;
+			o->writes = ~0u;
+			o->load_reg = o->copy_dst = o->copy_src = o->imm_reg = o->spill_src = o->fill_dst = -1;
+			o->moves_sp = true;
+			o->ends = true;
+			r->code++;
+			r->left--;
+			r->next++;
 			continue;
 		}
 		cp_insn_facts(&r->dis, &f);
-		classify(r->img->arch, &f, &r->in[r->n++]);
+		classify(r->img->arch, &f, o);
 	}
-	free(r->seen);
-	r->seen = malloc(r->n ? r->n * NLOC : 1);
-	if (!r->seen)
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
-	r->start = start;
-	r->end = end;
-	return CP_OK;
+	return true;
 }
 
-static long index_of(const cp_reach *r, uint64_t addr)
+/* The states of every decoded instruction, the new ones not seen. */
+static bool grow_seen(cp_reach *r)
 {
-	size_t lo = 0, hi = r->n;
+	if (r->nseen == r->n)
+		return true;
+	if (cp_grow((void **)&r->seen, &r->capseen, r->n * NLOC, 1)) {
+		r->oom = true;
+		return false;
+	}
+	memset(r->seen + r->nseen * NLOC, 0, (r->n - r->nseen) * NLOC);
+	r->nseen = r->n;
+	return true;
+}
+
+/* The decoded instruction at addr (decoding on to it), or -1. */
+static long index_of(cp_reach *r, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!decode_to(r, addr) || !grow_seen(r))
+		return -1;
+	hi = r->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -241,6 +271,8 @@ static int slot_of(cp_reach *r, int32_t d)
 	for (i = 0; i < r->nslots; i++)
 		if (r->slot_disp[i] == d)
 			return (int)(NREG + i);
+	if (!decode_to(r, UINT64_MAX) || !grow_seen(r))
+		return -1;
 	for (i = 0; i < r->n; i++)
 		if (r->in[i].stack_lea && r->in[i].stack_disp <= d && (int64_t)d - r->in[i].stack_disp < 64)
 			return -1;
@@ -299,18 +331,18 @@ static bool step(cp_reach *r, size_t idx, int reg, struct cp_reach_val *acc, boo
 	if (reg >= NREG)
 		return step_slot(r, idx, reg);
 	{
-		const struct insn *p = &r->in[idx - 1];
+		const struct insn p = r->in[idx - 1]; /* a copy: slot_of may decode on */
 		int sl;
 
-		if (!(p->writes >> reg & 1))
+		if (!(p.writes >> reg & 1))
 			return push(r, idx - 1, reg);
-		if (p->load_reg == reg)
-			return merge(acc, any, CP_REACH_SLOT, p->load_addr);
-		if (p->imm_reg == reg)
-			return merge(acc, any, CP_REACH_IMM, p->imm);
-		if (p->copy_dst == reg && p->copy_src >= 0)
-			return push(r, idx - 1, p->copy_src);
-		if (p->fill_dst == reg && (sl = slot_of(r, p->fill_disp)) >= 0)
+		if (p.load_reg == reg)
+			return merge(acc, any, CP_REACH_SLOT, p.load_addr);
+		if (p.imm_reg == reg)
+			return merge(acc, any, CP_REACH_IMM, p.imm);
+		if (p.copy_dst == reg && p.copy_src >= 0)
+			return push(r, idx - 1, p.copy_src);
+		if (p.fill_dst == reg && (sl = slot_of(r, p.fill_disp)) >= 0)
 			return push(r, idx - 1, sl);
 		return false;
 	}
@@ -323,18 +355,18 @@ cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val 
 	bool any = false, ok = true;
 	size_t states = 0;
 	long i;
-	cp_status st;
 
 	out->kind = CP_REACH_UNKNOWN;
 	out->v = 0;
 	if (reg < 0 || reg >= NREG || !cp_image_function(r->img, at, &start, &end))
 		return CP_OK;
-	st = decode(r, start, end, err);
-	if (st)
-		return st;
-	if ((i = index_of(r, at)) < 0)
+	begin(r, start, end);
+	r->nseen = 0; /* a question of its own: nothing seen */
+	i = index_of(r, at);
+	if (r->oom)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
+	if (i < 0)
 		return CP_OK;
-	memset(r->seen, 0, r->n * NLOC);
 	r->nslots = 0;
 	r->nstack = 0;
 	ok = push(r, (size_t)i, reg);
@@ -343,6 +375,8 @@ cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val 
 
 		ok = ++states < MAX_STATES && step(r, s / NLOC, (int)(s % NLOC), &acc, &any);
 	}
+	if (r->oom)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);
 	if (ok && any)
 		*out = acc;
 	return CP_OK;

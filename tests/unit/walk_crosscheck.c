@@ -11,13 +11,17 @@
  * rest, and fails if there were none: a cross-check that never crossed
  * anything proves nothing. Each input is also walked on one thread and
  * on 2, 3 and 8 (scan/scan_threads.c), and the findings compared the same
- * way. Exits 1 on the first difference, naming it.
+ * way, and the backward search of scan/reach.c answers as it would with
+ * whole functions decoded (check_reach). Exits 1 on the first difference,
+ * naming it.
  *
  * usage: walk_crosscheck RULES FILE|DIR...  (directories: every *.so below)
  */
 #include "cypatch.h"
 #include "elf/image.h"
+#include "scan/reach.h"
 #include "scan/scan.h"
+#include "arch/code.h"
 #include "so_files.h"
 
 #include <stdio.h>
@@ -136,7 +140,7 @@ static int compare_refs(const cp_scan *a, const cp_scan *b, const char *path, co
 static struct {
 	cp_rules *rules;
 	char tmp[64];
-	size_t files, compared, spliced, threaded;
+	size_t files, compared, spliced, threaded, questions, reached;
 	int bad;
 } t;
 
@@ -215,6 +219,57 @@ static int check_threads(const char *path, const cp_image *in, const cp_scan *on
 	return bad;
 }
 
+/*
+ * The backward search decodes a function only as far as a question needs
+ * (scan/reach.c): up to the instruction asked about, and on to the source
+ * of each jump it follows back. Its answer must be the one it gives with
+ * the whole function decoded. For the first calls of each function whose
+ * first argument the walk did not know, the question is asked of a fresh
+ * search, and again of one that decoded the whole function first (asked
+ * about its last byte).
+ */
+static int check_reach(const char *path, const cp_image *in, const cp_scan *s)
+{
+	cp_reach *lazy = NULL, *whole = NULL;
+	cp_error err;
+	uint64_t start, end, last = 0;
+	size_t i, asked = 0;
+	int bad = 0, reg = cp_arg_reg(in, 0);
+
+	if (cp_reach_open(in, s->jumps, s->njumps, &whole, &err)) {
+		fprintf(stderr, "walk_crosscheck: %s\n", err.msg);
+		return 1;
+	}
+	for (i = 0; !bad && i < s->ncalls; i++) {
+		struct cp_reach_val a, b, prime;
+
+		if (s->calls[i].arg[0].kind != CP_V_UNKNOWN || !cp_image_function(in, s->calls[i].addr, &start, &end))
+			continue;
+		asked = start == last ? asked + 1 : 0;
+		last = start;
+		if (asked >= 4)
+			continue;
+		if (cp_reach_open(in, s->jumps, s->njumps, &lazy, &err) ||
+		    cp_reach_value(lazy, s->calls[i].addr, reg, &a, &err) ||
+		    cp_reach_value(whole, end - 1, reg, &prime, &err) ||
+		    cp_reach_value(whole, s->calls[i].addr, reg, &b, &err)) {
+			fprintf(stderr, "walk_crosscheck: %s\n", err.msg);
+			bad = 1;
+		} else if (a.kind != b.kind || a.v != b.v) {
+			fprintf(stderr, "walk_crosscheck: %s: what the call at %#llx passes differs between a search "
+				"that decoded the function as far as it needed and one that decoded all of it\n",
+				path, (unsigned long long)s->calls[i].addr);
+			bad = 1;
+		}
+		t.reached += !bad && a.kind != CP_REACH_UNKNOWN;
+		t.questions += !bad;
+		cp_reach_close(lazy);
+		lazy = NULL;
+	}
+	cp_reach_close(whole);
+	return bad;
+}
+
 static int check_file(const char *path)
 {
 	static const char *const layouts[] = { "legacy", "bindings", "fallback" };
@@ -227,7 +282,7 @@ static int check_file(const char *path)
 	if (cp_image_open(path, &in, &err))
 		return 0; /* not an ELF file the patcher reads: nothing to compare */
 	if (!cp_scan_run_threads(in, t.rules, 1, &scan, &err)) {
-		bad = check_threads(path, in, scan);
+		bad = check_threads(path, in, scan) || check_reach(path, in, scan);
 		for (i = 0; !bad && i < sizeof(layouts) / sizeof(layouts[0]); i++)
 			bad = check_layout(path, in, scan, layouts[i]);
 	}
@@ -267,8 +322,14 @@ int main(int argc, char **argv)
 			"the rest taken\n", t.files);
 		return 1;
 	}
+	if (!t.reached) {
+		fprintf(stderr, "walk_crosscheck: none of the %zu questions to the backward search found a value\n",
+			t.questions);
+		return 1;
+	}
 	printf("walk_crosscheck: %zu outputs of %zu files scanned both ways, the same (%zu walked again in part); "
-	       "%zu walks on several threads the same as on one\n",
-	       t.compared, t.files, t.spliced, t.threaded);
+	       "%zu walks on several threads the same as on one; %zu backward searches (%zu found a value) the "
+	       "same with the function decoded in part and in whole\n",
+	       t.compared, t.files, t.spliced, t.threaded, t.questions, t.reached);
 	return 0;
 }
