@@ -212,6 +212,8 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 	s->arch = img->arch->name;
 	st = check_module(s, err);
 	if (!st)
+		cp_scan_frames_ahead(s);
+	if (!st)
 		st = skip && skip->code ? cp_scan_code_from(s, skip->code, skip->code_img, skip->full_check, err)
 					: cp_scan_code(s, err);
 	if (!st)
@@ -230,6 +232,7 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 		st = cp_scan_from_imports(s, err);
 	if (!st)
 		st = unreached_literals(s, err);
+	cp_scan_frames_end(s);
 	if (st) {
 		cp_scan_free(s);
 		return st;
@@ -306,6 +309,8 @@ void cp_scan_free(cp_scan *s)
 	free(s->blobs);
 	free(s->strs);
 	cp_scan_free_walk(s);
+	cp_scan_frames_end(s);
+	free(s->frame_fns);
 	free(s->notes);
 	free(s->path);
 	free(s);

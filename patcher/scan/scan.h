@@ -267,6 +267,13 @@ struct cp_scan {
 	size_t nwindow_sec;
 	const struct cp_scan_skip *skip; /* windows the string search passes over, or NULL */
 	unsigned threads;        /* the code walk's (0: one per core, by size) */
+	/* the functions whose frames the scan evaluated (scan_frames.c), and
+	 * the check's frames made ahead */
+	struct cp_frame_fn {
+		uint64_t start, end;
+	} *frame_fns;
+	size_t nframe_fns, capframe_fns;
+	struct cp_frames_ahead *frames_ahead;
 };
 
 /* The longest needle, in bytes with its NUL: how far a needle that
@@ -305,6 +312,15 @@ bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from);
 /* Whether img is a Cython extension module (exports PyInit_, names a
  * Cython ABI): what cp_scan_run refuses first when it is not. */
 bool cp_scan_is_module(const cp_image *img);
+
+/* scan_frames.c: the check's scan starts evaluating, on another thread,
+ * the frames of the functions whose frames the input's scan evaluated; the
+ * frame of [start, end), made ahead or now (cp_frame_eval), and noted;
+ * the end of what was made ahead (cp_scan_free does it). */
+struct cp_frame;
+void cp_scan_frames_ahead(cp_scan *s);
+cp_status cp_scan_frame(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f, cp_error *err);
+void cp_scan_frames_end(cp_scan *s);
 
 /* scan_strings.c: literals holding a mapped name, outside blobs. */
 cp_status cp_scan_strings(cp_scan *s, cp_error *err);

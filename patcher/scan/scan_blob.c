@@ -723,7 +723,7 @@ static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, cp_erro
 	size_t nst = 0;
 	struct cp_blob b;
 	const struct cp_section *sec;
-	cp_status rc = cp_frame_eval(s->img, start, end, &f, err);
+	cp_status rc = cp_scan_frame(s, start, end, &f, err);
 
 	if (rc)
 		return rc;
@@ -1139,7 +1139,7 @@ static cp_status pointer_slots(cp_scan *s, const struct cp_import_block *blk, si
 	run = malloc((n + 1) * sizeof(*run));
 	if (!run)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	st = cp_frame_eval(s->img, start, end, &f, err);
+	st = cp_scan_frame(s, start, end, &f, err);
 	if (st) {
 		free(run);
 		return st;

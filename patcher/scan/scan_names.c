@@ -218,7 +218,7 @@ static uint64_t code_slot(cp_scan *s, struct code_frames *cf, uint64_t insn, uin
 		if (cf->have)
 			cp_frame_free(&cf->f);
 		cf->have = false;
-		if (cp_frame_eval(s->img, start, end, &cf->f, &err))
+		if (cp_scan_frame(s, start, end, &cf->f, &err))
 			return 0;
 		cf->have = true;
 		cf->func = start;
@@ -346,7 +346,7 @@ static bool base_explains(const cp_scan *s, const struct names *ns, uint64_t bas
  */
 /* The addresses the function that makes the strings takes or stores
  * through: where the table can begin. */
-static void code_bases(const cp_scan *s, struct names *ns)
+static void code_bases(cp_scan *s, struct names *ns)
 {
 	uint64_t start, end;
 	struct cp_frame f;
@@ -354,7 +354,7 @@ static void code_bases(const cp_scan *s, struct names *ns)
 	size_t i, n = 0;
 
 	ns->have_bases = true;
-	if (!cp_image_function(s->img, ns->func, &start, &end) || cp_frame_eval(s->img, start, end, &f, &err))
+	if (!cp_image_function(s->img, ns->func, &start, &end) || cp_scan_frame(s, start, end, &f, &err))
 		return;
 	for (i = 0; i < s->nxrefs; i++)
 		n += s->xrefs[i].addr >= start && s->xrefs[i].addr < end;
@@ -369,7 +369,7 @@ static void code_bases(const cp_scan *s, struct names *ns)
 }
 
 /* Whether a base the code uses explains every import: then those decide. */
-static bool code_base_decides(const cp_scan *s, struct names *ns, long index, bool *hit)
+static bool code_base_decides(cp_scan *s, struct names *ns, long index, bool *hit)
 {
 	bool found = false;
 	size_t i;
@@ -390,7 +390,7 @@ static bool code_base_decides(const cp_scan *s, struct names *ns, long index, bo
  * index for each base that puts every import's slot on a dotted name (a
  * base the code uses when one does, else any the first import's slot
  * allows), passed to fn; false when no base does. */
-static bool indexed_import_slots(const cp_scan *s, struct names *ns, long index,
+static bool indexed_import_slots(cp_scan *s, struct names *ns, long index,
 				 void (*fn)(void *ctx, uint64_t slot), void *ctx)
 {
 	bool found = false, hit;
@@ -426,7 +426,7 @@ static void count_slot(void *ctx, uint64_t slot)
 	++*(size_t *)ctx;
 }
 
-static bool indexed_may_import(const cp_scan *s, struct names *ns, long index)
+static bool indexed_may_import(cp_scan *s, struct names *ns, long index)
 {
 	size_t n = 0;
 
