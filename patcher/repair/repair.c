@@ -147,6 +147,8 @@ static cp_status patch_member(struct job *j, zip_t *z, size_t k, size_t i, struc
 	st = cp_patch_file(in, out, j->rules, &po, &x->r, err);
 	if (!st && x->r.outcome == CP_PATCHED)
 		st = slurp(out, &j->data[i], &j->len[i], err);
+	if (!st && j->data[i])
+		j->packed[i] = cp_deflate(j->data[i], j->len[i]); /* here, on this worker's core */
 	unlink(in);
 	unlink(out);
 	return st ? about_member(j, err, in, i, st) : CP_OK;
@@ -578,9 +580,12 @@ static void cleanup(struct job *j)
 	cp_repair_drop_output(j);
 	if (j->s.running)
 		cp_repair_settle(j, &lost, &ignored);
-	for (i = 0; j->w && i < j->w->n; i++)
+	for (i = 0; j->w && i < j->w->n; i++) {
 		free(j->data[i]);
+		cp_deflated_free(j->packed[i]);
+	}
 	free(j->data);
+	free(j->packed);
 	free(j->len);
 	free(j->bet);
 	free(j->lost);
@@ -599,11 +604,12 @@ static cp_status alloc_job(struct job *j)
 
 	j->out.fd = -1;
 	j->data = calloc(n, sizeof(*j->data));
+	j->packed = calloc(n, sizeof(*j->packed));
 	j->len = calloc(n, sizeof(*j->len));
 	j->bet = calloc(n, sizeof(*j->bet));
 	j->lost = calloc(n, sizeof(*j->lost));
 	j->group = calloc(n, sizeof(*j->group));
-	if (!j->data || !j->len || !j->bet || !j->lost || !j->group)
+	if (!j->data || !j->packed || !j->len || !j->bet || !j->lost || !j->group)
 		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
 	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s/.cypatch-XXXXXX", j->o->outdir) < sizeof(j->dir)) {
 		sigset_t old;

@@ -13,6 +13,7 @@
 #include <zip.h>
 #include "cypatch.h"
 #include "wheel/wheel.h"
+#include "wheel/zip_deflated.h"
 #include "wheel/zip_layout.h"
 #include "wheel/zip_splice.h"
 
@@ -49,6 +50,8 @@ struct job {
 	char dir[4096];          /* private unpacking directory */
 	uint8_t **data;          /* per member: new bytes, or NULL to copy */
 	size_t *len;
+	cp_deflated **packed;    /* per patched extension: data deflated by its
+				  * worker (or NULL: deflated when written) */
 	uint8_t *note;           /* cypatch.json */
 	size_t note_len;
 	char *note_name;

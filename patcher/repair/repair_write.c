@@ -53,9 +53,10 @@ static cp_status zip_failed(struct job *j, zip_t *z, const char *what)
 	return cp_fail(j->err, CP_E_IO, "%s: %s: %s", j->res->out, what, zip_strerror(z));
 }
 
-/* Adds member i's new bytes under name, deflated (zip_deflated.h). */
+/* Adds member i's new bytes under name, deflated (zip_deflated.h): as
+ * *packed when its worker deflated them (the source takes them). */
 static cp_status add_member(struct job *j, zip_t *z, size_t i, const char *name, const uint8_t *data,
-			    size_t len)
+			    size_t len, cp_deflated **packed)
 {
 	const struct cp_wheel_member *m = &j->w->m[i];
 	zip_error_t ze;
@@ -63,7 +64,12 @@ static cp_status add_member(struct job *j, zip_t *z, size_t i, const char *name,
 	zip_int64_t at;
 
 	zip_error_init(&ze);
-	src = cp_zip_source_deflated(data, len, &ze);
+	if (packed && *packed) {
+		src = cp_zip_source_of(*packed, &ze);
+		*packed = NULL;
+	} else {
+		src = cp_zip_source_deflated(data, len, &ze);
+	}
 	if (!src) {
 		cp_status st = cp_fail(j->err, CP_E_IO, "%s: %s: %s", j->res->out, name, zip_error_strerror(&ze));
 
@@ -103,11 +109,11 @@ static cp_status write_changed(struct job *j, int fd, const uint8_t *rec, size_t
 	for (g = CP_GROUP_MAYBE; g <= CP_GROUP_DIST_INFO; g++)
 		for (i = 0; z && !st && i < j->w->n; i++)
 			if (j->group[i] == g && j->data[i] && i != j->w->record_at)
-				st = add_member(j, z, i, j->w->m[i].name, j->data[i], j->len[i]);
+				st = add_member(j, z, i, j->w->m[i].name, j->data[i], j->len[i], &j->packed[i]);
 	if (z && !st)
-		st = add_member(j, z, j->w->record_at, j->note_name, j->note, j->note_len);
+		st = add_member(j, z, j->w->record_at, j->note_name, j->note, j->note_len, NULL);
 	if (z && !st)
-		st = add_member(j, z, j->w->record_at, j->w->m[j->w->record_at].name, rec, rec_len);
+		st = add_member(j, z, j->w->record_at, j->w->m[j->w->record_at].name, rec, rec_len, NULL);
 	if (z && !st && zip_close(z))
 		st = zip_failed(j, z, "writing the archive failed");
 	if (z && st)

@@ -11,7 +11,7 @@
 
 #define LEVEL 6
 
-struct deflated {
+struct cp_deflated {
 	uint8_t *buf; /* the raw deflate stream */
 	size_t len;
 	size_t pos;
@@ -20,15 +20,17 @@ struct deflated {
 	zip_error_t error;
 };
 
-static void deflated_free(struct deflated *d)
+void cp_deflated_free(cp_deflated *d)
 {
+	if (!d)
+		return;
 	zip_error_fini(&d->error);
 	free(d->buf);
 	free(d);
 }
 
 /* libzip copies the stream as it is only when it knows all of this. */
-static zip_int64_t stat_of(struct deflated *d, void *data, zip_uint64_t len)
+static zip_int64_t stat_of(cp_deflated *d, void *data, zip_uint64_t len)
 {
 	zip_stat_t *st = data;
 
@@ -47,7 +49,7 @@ static zip_int64_t stat_of(struct deflated *d, void *data, zip_uint64_t len)
 	return (zip_int64_t)sizeof(*st);
 }
 
-static zip_int64_t read_on(struct deflated *d, void *out, zip_uint64_t want)
+static zip_int64_t read_on(cp_deflated *d, void *out, zip_uint64_t want)
 {
 	size_t n = d->len - d->pos < want ? d->len - d->pos : (size_t)want;
 
@@ -58,7 +60,7 @@ static zip_int64_t read_on(struct deflated *d, void *out, zip_uint64_t want)
 
 static zip_int64_t deflated_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
 {
-	struct deflated *d = ud;
+	cp_deflated *d = ud;
 
 	switch (cmd) {
 	case ZIP_SOURCE_OPEN:
@@ -73,7 +75,7 @@ static zip_int64_t deflated_cb(void *ud, void *data, zip_uint64_t len, zip_sourc
 	case ZIP_SOURCE_ERROR:
 		return zip_error_to_data(&d->error, data, len);
 	case ZIP_SOURCE_FREE:
-		deflated_free(d);
+		cp_deflated_free(d);
 		return 0;
 	case ZIP_SOURCE_SUPPORTS:
 		return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE,
@@ -85,7 +87,7 @@ static zip_int64_t deflated_cb(void *ud, void *data, zip_uint64_t len, zip_sourc
 }
 
 /* The stream into d->buf; false when out of memory. */
-static bool compress_into(struct deflated *d, const uint8_t *data, size_t len)
+static bool compress_into(cp_deflated *d, const uint8_t *data, size_t len)
 {
 	struct libdeflate_compressor *c = libdeflate_alloc_compressor(LEVEL);
 	size_t cap = c ? libdeflate_deflate_compress_bound(c, len) : 0;
@@ -96,21 +98,38 @@ static bool compress_into(struct deflated *d, const uint8_t *data, size_t len)
 	return d->len > 0; /* even empty input gives a final block */
 }
 
+cp_deflated *cp_deflate(const uint8_t *data, size_t len)
+{
+	cp_deflated *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	zip_error_init(&d->error);
+	d->size = len;
+	d->crc = (uint32_t)libdeflate_crc32(0, data, len);
+	if (!compress_into(d, data, len)) {
+		cp_deflated_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+zip_source_t *cp_zip_source_of(cp_deflated *d, zip_error_t *ze)
+{
+	zip_source_t *src = zip_source_function_create(deflated_cb, d, ze);
+
+	if (!src)
+		cp_deflated_free(d);
+	return src;
+}
+
 zip_source_t *cp_zip_source_deflated(const uint8_t *data, size_t len, zip_error_t *ze)
 {
-	struct deflated *d = calloc(1, sizeof(*d));
-	zip_source_t *src = NULL;
+	cp_deflated *d = cp_deflate(data, len);
 
-	if (d) {
-		zip_error_init(&d->error);
-		d->size = len;
-		d->crc = (uint32_t)libdeflate_crc32(0, data, len);
-	}
-	if (d && compress_into(d, data, len))
-		src = zip_source_function_create(deflated_cb, d, ze);
-	else
+	if (!d) {
 		zip_error_set(ze, ZIP_ER_MEMORY, 0);
-	if (!src && d)
-		deflated_free(d);
-	return src;
+		return NULL;
+	}
+	return cp_zip_source_of(d, ze);
 }

@@ -15,8 +15,21 @@
 #include <stdint.h>
 #include <zip.h>
 
-/* data[0..len) deflated at level 6 into a new source (data is not kept).
- * NULL, with ze set, on failure. */
+/* A member's bytes deflated, with what a zip entry says of them. */
+typedef struct cp_deflated cp_deflated;
+
+/* data[0..len) deflated at level 6 (data is not kept); NULL when out of
+ * memory. A repair deflates each patched extension on the thread that
+ * patched it. */
+cp_deflated *cp_deflate(const uint8_t *data, size_t len);
+void cp_deflated_free(cp_deflated *d);
+
+/* A new source of d's stream, which it takes (freed with the source, or
+ * here on failure: NULL, with ze set). */
+zip_source_t *cp_zip_source_of(cp_deflated *d, zip_error_t *ze);
+
+/* data[0..len) deflated into a new source: cp_deflate, then
+ * cp_zip_source_of. */
 zip_source_t *cp_zip_source_deflated(const uint8_t *data, size_t len, zip_error_t *ze);
 
 #endif
