@@ -24,6 +24,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,11 +157,13 @@ static cp_status patch_member(struct job *j, zip_t *z, size_t k, size_t i, struc
 
 /*
  * The extensions patched on every core, at most MAX_WORKERS at once: each
- * worker takes the next extension in the wheel's order, reads the wheel
- * through its own reader and writes its own scratch names; each extension's
- * result has its own slot. Once one fails no worker takes another, and the
- * first failure in the wheel's order is the one told, as patching them one
- * at a time would (every extension before it was taken, and is finished).
+ * worker takes the next extension, the largest first (so that no large one
+ * is left to run alone at the end), reads the wheel through its own reader
+ * and writes its own scratch names; each extension's result has its own
+ * slot. Once one fails, only the extensions before it in the wheel's order
+ * are still taken, and the first failure in the wheel's order is the one
+ * told, as patching them one at a time would (every extension before it is
+ * finished).
  */
 #define MAX_WORKERS 8
 
@@ -175,9 +178,10 @@ struct task {
 struct pool {
 	struct job *j;
 	struct task *task;
+	size_t *order;           /* the tasks, largest member first */
 	size_t ntask;
-	atomic_size_t next;
-	atomic_bool failed;
+	atomic_size_t next;      /* into order */
+	atomic_size_t failed;    /* the first task failed, in the wheel's order, or SIZE_MAX */
 };
 
 struct worker {
@@ -194,15 +198,58 @@ static void *work(void *arg)
 	struct pool *p = w->p;
 	size_t t;
 
-	while (!atomic_load(&p->failed) && (t = atomic_fetch_add(&p->next, 1)) < p->ntask) {
-		struct task *x = &p->task[t];
+	size_t k;
 
+	while ((k = atomic_fetch_add(&p->next, 1)) < p->ntask) {
+		struct task *x = &p->task[t = p->order[k]];
+		size_t first;
+
+		if (t > atomic_load(&p->failed))
+			continue; /* after a failure: not told, not needed */
 		x->st = patch_member(p->j, w->z, w->k, x->member, &p->j->res->ext[x->slot], &x->err);
 		x->done = true;
-		if (x->st)
-			atomic_store(&p->failed, true);
+		first = atomic_load(&p->failed);
+		while (x->st && t < first && !atomic_compare_exchange_weak(&p->failed, &first, t))
+			;
 	}
 	return NULL;
+}
+
+/* A task and the size of its member, to order them by. */
+struct by_size {
+	uint64_t size;
+	size_t task;
+};
+
+static int larger_first(const void *x, const void *y)
+{
+	const struct by_size *a = x, *b = y;
+
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	return a->task < b->task ? -1 : a->task > b->task;
+}
+
+/* p->order: the tasks, the largest member first. */
+static cp_status order_tasks(struct job *j, struct pool *p)
+{
+	struct by_size *v = malloc((p->ntask + 1) * sizeof(*v));
+	size_t t;
+
+	p->order = malloc((p->ntask + 1) * sizeof(*p->order));
+	if (!v || !p->order) {
+		free(v);
+		return cp_fail(j->err, CP_E_INTERNAL, "out of memory");
+	}
+	for (t = 0; t < p->ntask; t++) {
+		v[t].size = j->w->m[p->task[t].member].size;
+		v[t].task = t;
+	}
+	qsort(v, p->ntask, sizeof(*v), larger_first);
+	for (t = 0; t < p->ntask; t++)
+		p->order[t] = v[t].task;
+	free(v);
+	return CP_OK;
 }
 
 /* One result slot per extension, in the wheel's order, and its task. */
@@ -288,10 +335,13 @@ static void fail_at(struct job *j, const struct task *t)
 
 static cp_status patch_extensions(struct job *j)
 {
-	struct pool p = { j, NULL, 0, 0, false };
+	struct pool p = { j, NULL, NULL, 0, 0, SIZE_MAX };
 	struct worker w[MAX_WORKERS];
 	cp_status st = list_tasks(j, &p);
 	size_t n = count_workers(p.ntask), t;
+
+	if (!st)
+		st = order_tasks(j, &p);
 
 	memset(w, 0, sizeof(w));
 	if (!st) {
@@ -309,6 +359,7 @@ static cp_status patch_extensions(struct job *j)
 			j->res->npatched += j->res->ext[p.task[t].slot].r.outcome == CP_PATCHED;
 	}
 	free(p.task);
+	free(p.order);
 	return st;
 }
 
