@@ -142,10 +142,17 @@ static void add_use(struct cp_walk *c, uint64_t addr, const char *name, uint64_t
 	s->uses[s->nuses++].ref = ref;
 }
 
-static bool is_func_start(const cp_image *img, uint64_t va)
+/* Whether va is a function's start. Most targets (a jump's) lie inside
+ * the function looked up last: [near_lo, near_hi) between two starts. */
+static bool is_func_start(struct cp_walk *c, const cp_image *img, uint64_t va)
 {
-	size_t i = cp_image_func_after(img, va);
+	size_t i;
 
+	if (va > c->near_lo && va < c->near_hi)
+		return false;
+	i = cp_image_func_after(img, va);
+	c->near_lo = i > 0 ? img->func[i - 1] : 0;
+	c->near_hi = i < img->nfunc ? img->func[i] : UINT64_MAX;
 	return i > 0 && img->func[i - 1] == va;
 }
 
@@ -155,7 +162,7 @@ static void add_func_use(struct cp_walk *c, uint64_t addr, uint64_t target, enum
 	cp_scan *s = c->s;
 	struct cp_func_use *u;
 
-	if (!is_func_start(s->img, target))
+	if (!is_func_start(c, s->img, target))
 		return;
 	if (CP_GROW(s->fuses, s->capfuses, s->nfuses + 1)) {
 		c->oom = true;
@@ -228,11 +235,14 @@ static bool wanted_call(const struct cp_call *call)
 	};
 	int i, addrs = 0;
 
-	for (i = 0; call->name && names[i]; i++)
-		if (strcmp(call->name, names[i]) == 0)
+	/* all of them are CPython's: most calls (C++ code's) are not */
+	if (call->name && call->name[0] == 'P' && call->name[1] == 'y') {
+		for (i = 0; names[i]; i++)
+			if (strcmp(call->name, names[i]) == 0)
+				return true;
+		if (cp_scan_is_import_call(call->name))
 			return true;
-	if (cp_scan_is_import_call(call->name))
-		return true;
+	}
 	for (i = 0; i < 6; i++)
 		addrs += call->arg[i].kind == CP_V_ADDR;
 	return addrs >= 2;

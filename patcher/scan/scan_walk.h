@@ -23,6 +23,7 @@ struct cp_walk {
 	uint64_t last_break, func_end;
 	uint64_t pending[CP_MAX_PENDING]; /* targets of forward jumps from clean code */
 	size_t npending;
+	uint64_t near_lo, near_hi; /* the function starts around the last target looked up */
 	bool marking;     /* record s->marks as the walk enters each unit */
 	size_t next_mark; /* the first unit not entered yet */
 };
