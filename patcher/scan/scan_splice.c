@@ -27,25 +27,33 @@ static bool same_bytes(const cp_image *a, const cp_image *b, uint64_t start, uin
 	return x && y && !memcmp(x, y, end - start);
 }
 
-/* The unit of from's walk that holds addr, or from->nmarks. */
-static size_t unit_of(const cp_scan *from, uint64_t addr)
+/* The units walked again, in address order. */
+struct spans {
+	struct span {
+		uint64_t start, end;
+	} *v;
+	size_t n, cap;
+};
+
+/* Whether addr lies in one of the units walked again. */
+static bool walked_again(const struct spans *again, uint64_t addr)
 {
-	size_t lo = 0, hi = from->nmarks;
+	size_t lo = 0, hi = again->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (from->marks[mid].end <= addr)
+		if (again->v[mid].end <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < from->nmarks && from->marks[lo].start <= addr ? lo : from->nmarks;
+	return lo < again->n && again->v[lo].start <= addr;
 }
 
 /* Two sorted lists into *dst: what the walks again found (*dst, sorted
- * here) and from's entries in the units taken (again[k] false), which are
- * in order already. */
+ * here) and from's entries in the units taken (not walked again), which
+ * are in order already. */
 struct sorted_list {
 	void **dst;
 	size_t *n, *cap;
@@ -57,17 +65,15 @@ struct sorted_list {
 			 * which it is sorted by next */
 };
 
-static bool taken(const cp_scan *from, const bool *again, const struct sorted_list *l, size_t i)
+static bool taken(const struct spans *again, const struct sorted_list *l, size_t i)
 {
 	uint64_t addr;
-	size_t k;
 
 	memcpy(&addr, (const char *)l->from + i * l->size + l->addr_at, sizeof(addr));
-	k = unit_of(from, addr);
-	return k == from->nmarks || !again[k];
+	return !walked_again(again, addr);
 }
 
-static bool merge(const cp_scan *from, const bool *again, const struct sorted_list *l)
+static bool merge(const struct spans *again, const struct sorted_list *l)
 {
 	size_t i = 0, j = 0, n = 0, m = *l->n;
 	char *out = malloc((m + l->nfrom) * l->size + 1), *mine = *l->dst;
@@ -81,7 +87,7 @@ static bool merge(const cp_scan *from, const bool *again, const struct sorted_li
 	while (i < l->nfrom || j < m) {
 		const char *x = (const char *)l->from + i * l->size;
 
-		if (i < l->nfrom && !taken(from, again, l, i)) {
+		if (i < l->nfrom && !taken(again, l, i)) {
 			i++;
 			continue;
 		}
@@ -99,7 +105,7 @@ static bool merge(const cp_scan *from, const bool *again, const struct sorted_li
 }
 
 /* from's xrefs and jumps in the units taken, merged with the new ones. */
-static bool take_sorted(cp_scan *s, const cp_scan *from, const bool *again)
+static bool take_sorted(cp_scan *s, const cp_scan *from, const struct spans *again)
 {
 	struct sorted_list x = { (void **)&s->xrefs, &s->nxrefs, &s->capxrefs, from->xrefs, from->nxrefs,
 				 sizeof(*s->xrefs), cp_walk_xref_order, offsetof(struct cp_xref, target),
@@ -108,7 +114,7 @@ static bool take_sorted(cp_scan *s, const cp_scan *from, const bool *again)
 				 sizeof(*s->jumps), cp_walk_jump_order, offsetof(struct cp_jump, to),
 				 offsetof(struct cp_jump, from) };
 
-	return merge(from, again, &x) && merge(from, again, &j);
+	return merge(again, &x) && merge(again, &j);
 }
 
 static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_error *err)
@@ -116,12 +122,10 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 	const cp_image *b = s->img;
 	struct cp_walk w;
 	struct cp_code_visitor v;
-	bool *again = calloc(from->nmarks + 1, sizeof(*again));
+	struct spans again = { NULL, 0, 0 };
 	cp_status st = CP_OK;
 	size_t k, i;
 
-	if (!again)
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	cp_walk_start(&w, s, false, &v);
 	for (k = 0; !st && !w.oom && k < from->nmarks; k++) {
 		const struct cp_walk_mark *m = &from->marks[k];
@@ -133,8 +137,11 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->state) &&
 		    m[1].state.npending <= CP_WALK_PENDING)
 			w.oom = !cp_walk_take_unit(&w, from, k);
-		else if (!(st = cp_code_walk(b, m->start, m->end, &v, err)))
-			again[k] = true;
+		else if (!(st = cp_code_walk(b, m->start, m->end, &v, err)) &&
+			 !CP_GROW(again.v, again.cap, again.n + 1))
+			again.v[again.n++] = (struct span){ m->start, m->end };
+		else if (!st)
+			w.oom = true;
 	}
 	/* code the output adds (the fallback stub's) */
 	for (i = 0; !st && !w.oom && i < b->nsec; i++) {
@@ -144,8 +151,8 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 			st = cp_code_walk(b, x, y, &v, err);
 	}
 	if (!st && !w.oom)
-		w.oom = !take_sorted(s, from, again);
-	free(again);
+		w.oom = !take_sorted(s, from, &again);
+	free(again.v);
 	return st ? st : cp_walk_end(&w, true, err);
 }
 
