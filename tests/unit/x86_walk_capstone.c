@@ -280,14 +280,21 @@ static void walk_range(struct walk *w, cp_dis *d, const struct cp_section *s,
 	memset(w->hoisted, 0, sizeof(w->hoisted));
 	seek_func(w, start);
 	while (size > 0) {
-		if (!cs_disasm_iter(x86_dis(d)->handle, &code, &size, &addr, x86_dis(d)->insn)) {
+		size_t room = size, before;
+
+		/* no instruction is read across a function start (as the walk) */
+		enter(w, addr);
+		if (w->next_func < w->img->nfunc && w->img->func[w->next_func] - addr < room)
+			room = (size_t)(w->img->func[w->next_func] - addr);
+		before = room;
+		if (!cs_disasm_iter(x86_dis(d)->handle, &code, &room, &addr, x86_dis(d)->insn)) {
 			code++;
 			size--;
 			addr++;
 			reset(w);
 			continue;
 		}
-		enter(w, x86_dis(d)->insn->address);
+		size -= before - room;
 		step(w, x86_dis(d)->handle, x86_dis(d)->insn);
 	}
 }

@@ -14,6 +14,7 @@
 #include "util/error.h"
 
 #include <Zydis/Zydis.h>
+#include <assert.h>
 #include <string.h>
 
 static const int clobbered[9] = { R_RAX, R_RCX, R_RDX, R_RSI, R_RDI, R_R8, R_R9, R_R10, R_R11 };
@@ -356,21 +357,71 @@ static void enter(struct walk *w, uint64_t addr)
 	}
 }
 
-/* DecodeFull, without zeroing the operand slots past the instruction's
- * (nothing reads them). */
-static bool decode(const ZydisDecoder *dec, const uint8_t *code, size_t size, struct zin *z)
+/* Whether any register holds a value the tracker follows. */
+static bool any_known(const struct walk *w)
 {
-	ZydisDecoderContext ctx;
+	int r;
 
-	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code, size, &z->in)) &&
-	       ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &ctx, &z->in, z->op, z->in.operand_count));
+	for (r = 0; r < 16; r++)
+		if (w->reg[r].kind != CP_V_UNKNOWN)
+			return true;
+	return false;
 }
 
+/* An operand of the form [rip + disp]: in 64-bit mode only ModRM's mod 0,
+ * r/m 5 encodes it. */
+static bool rip_modrm(const ZydisDecodedInstruction *in)
+{
+	return (in->attributes & ZYDIS_ATTRIB_HAS_MODRM) && in->raw.modrm.mod == 0 && in->raw.modrm.rm == 5;
+}
+
+/*
+ * Whether step() can read anything in the instruction's operands. The
+ * operands are a third of the decode's time, and most instructions are
+ * arithmetic whose only effect here is to forget the registers they
+ * write: when no register is known, there is nothing to forget.
+ */
+static bool operands_matter(const struct walk *w, const ZydisDecodedInstruction *in)
+{
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_CALL: case ZYDIS_MNEMONIC_JMP: case ZYDIS_MNEMONIC_RET: case ZYDIS_MNEMONIC_UD2:
+	case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_LEA: case ZYDIS_MNEMONIC_XOR:
+		return true;
+	default:
+		break;
+	}
+	return in->meta.category == ZYDIS_CATEGORY_COND_BR || in->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+	       rip_modrm(in) || any_known(w);
+}
+
+/* Bytes from addr that one instruction may take: up to the next function
+ * start, which an instruction never crosses (enter() has passed the starts
+ * up to addr). */
+static size_t room(const struct walk *w, uint64_t addr, size_t left)
+{
+	const cp_image *img = w->img;
+	uint64_t next;
+
+	if (w->next_func >= img->nfunc)
+		return left;
+	next = img->func[w->next_func];
+	assert(next > addr);
+	return next - addr < left ? (size_t)(next - addr) : left;
+}
+
+/*
+ * A linear sweep that starts again at every function start: bytes before
+ * one that do not decode up to it (data, padding) are stepped over one at a
+ * time, so an instruction is never read across it. That makes a function's
+ * walk the same whether the sweep came from the section's start or began
+ * at the function (walk_local: the threaded walk and the check's splice).
+ */
 static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_section *s, uint64_t start,
 		       uint64_t end)
 {
 	const uint8_t *code = cp_image_bytes(w->img, s->offset + (start - s->addr), end - start);
 	size_t pos = 0, size = end - start;
+	ZydisDecoderContext ctx;
 	struct zin z;
 
 	if (!code)
@@ -379,15 +430,26 @@ static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_
 	memset(w->hoisted, 0, sizeof(w->hoisted));
 	w->next_func = cp_image_func_after(w->img, start);
 	while (pos < size) {
-		if (!decode(dec, code + pos, size - pos, &z)) {
+		enter(w, start + pos);
+		/* the operand slots past the instruction's are not zeroed:
+		 * nothing reads them */
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code + pos, room(w, start + pos, size - pos),
+								&z.in))) {
 			pos++;
 			reset(w);
 			continue;
 		}
 		z.addr = start + pos;
 		pos += z.in.length;
-		enter(w, z.addr);
-		step(w, &z);
+		if (!operands_matter(w, &z.in))
+			continue;
+		/* Zydis fails this only for bad arguments (not seen); if it
+		 * ever does, the registers are forgotten, as after a byte
+		 * that does not decode */
+		if (ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &ctx, &z.in, z.op, z.in.operand_count)))
+			step(w, &z);
+		else
+			reset(w);
 	}
 }
 
