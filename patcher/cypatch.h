@@ -137,6 +137,8 @@ struct cp_patch_opts {
 			       * the functions that changed, and fails if the two
 			       * walks differ (scan/scan_splice.c) */
 	FILE *dry_run;        /* when set: print the plan there, write nothing */
+	unsigned walk_cores;  /* the code walk's threads at most (0: the cores
+			       * this process may run on; fewer for small code) */
 };
 
 enum cp_patch_outcome {

@@ -202,7 +202,7 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 		start_output(img, out, &w);
 	lap(res, CP_STAGE_LOAD, &t0);
 	if (!st)
-		st = cp_scan_run(img, rules, &scan, err);
+		st = cp_scan_run_cores(img, rules, o->walk_cores, &scan, err);
 	lap(res, CP_STAGE_SCAN, &t0);
 	if (st && img && !cp_scan_is_module(img)) {
 		res->outcome = CP_NOT_EXTENSION;

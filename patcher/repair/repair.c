@@ -9,6 +9,7 @@
  */
 #include "repair/repair_job.h"
 #include "util/cleanup_on_signal.h"
+#include "util/cores.h"
 #include "util/error.h"
 #include "repair/pysource.h"
 #include "rules/rules.h"
@@ -145,6 +146,7 @@ static cp_status patch_member(struct job *j, zip_t *z, size_t k, size_t i, struc
 	po.keep_build_id = j->o->keep_build_id;
 	po.no_fsync = true; /* a scratch file, read back and removed */
 	po.full_check = j->o->full_check;
+	po.walk_cores = j->walk_cores;
 	st = cp_patch_file(in, out, j->rules, &po, &x->r, err);
 	if (!st && x->r.outcome == CP_PATCHED)
 		st = slurp(out, &j->data[i], &j->len[i], err);
@@ -196,9 +198,7 @@ static void *work(void *arg)
 {
 	struct worker *w = arg;
 	struct pool *p = w->p;
-	size_t t;
-
-	size_t k;
+	size_t k, t;
 
 	while ((k = atomic_fetch_add(&p->next, 1)) < p->ntask) {
 		struct task *x = &p->task[t = p->order[k]];
@@ -276,8 +276,7 @@ static cp_status list_tasks(struct job *j, struct pool *p)
 
 static size_t count_workers(size_t ntask)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t n = cores > 1 ? (size_t)cores : 1;
+	size_t n = cp_cores();
 
 	if (n > MAX_WORKERS)
 		n = MAX_WORKERS;
@@ -339,6 +338,9 @@ static cp_status patch_extensions(struct job *j)
 	struct worker w[MAX_WORKERS];
 	cp_status st = list_tasks(j, &p);
 	size_t n = count_workers(p.ntask), t;
+
+	/* each worker's share of the cores, for its code walks */
+	j->walk_cores = cp_cores() / n ? cp_cores() / n : 1;
 
 	if (!st)
 		st = order_tasks(j, &p);
@@ -632,8 +634,10 @@ static void cleanup(struct job *j)
 	if (j->s.running)
 		cp_repair_settle(j, &lost, &ignored);
 	for (i = 0; j->w && i < j->w->n; i++) {
-		free(j->data[i]);
-		cp_deflated_free(j->packed[i]);
+		if (j->data)
+			free(j->data[i]);
+		if (j->packed)
+			cp_deflated_free(j->packed[i]);
 	}
 	free(j->data);
 	free(j->packed);

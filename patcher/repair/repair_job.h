@@ -58,6 +58,7 @@ struct job {
 	bool *bet;               /* per member: bet not to be an extension (BET_BYTES) */
 	bool *lost;              /* per member: a bet lost, the member to patch */
 	enum cp_repair_group *group;
+	unsigned walk_cores;     /* each extension's code walk's (cp_patch_opts) */
 	struct settler s;
 	struct output out;
 };

@@ -190,7 +190,7 @@ bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from)
 }
 
 static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
-		     unsigned threads, cp_scan **out, cp_error *err)
+		     unsigned threads, unsigned cores, cp_scan **out, cp_error *err)
 {
 	cp_scan *s = calloc(1, sizeof(*s));
 	cp_status st;
@@ -207,6 +207,7 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 	}
 	s->skip = skip;
 	s->threads = threads;
+	s->cores = cores;
 	s->img = img;
 	s->rules = rules;
 	s->arch = img->arch->name;
@@ -249,19 +250,25 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 
 cp_status cp_scan_run(const cp_image *img, const cp_rules *rules, cp_scan **out, cp_error *err)
 {
-	return run(img, rules, NULL, 0, out, err);
+	return run(img, rules, NULL, 0, 0, out, err);
+}
+
+cp_status cp_scan_run_cores(const cp_image *img, const cp_rules *rules, unsigned cores, cp_scan **out,
+			    cp_error *err)
+{
+	return run(img, rules, NULL, 0, cores, out, err);
 }
 
 cp_status cp_scan_run_threads(const cp_image *img, const cp_rules *rules, unsigned threads, cp_scan **out,
 			      cp_error *err)
 {
-	return run(img, rules, NULL, threads, out, err);
+	return run(img, rules, NULL, threads, 0, out, err);
 }
 
 cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
 			       cp_scan **out, cp_error *err)
 {
-	return run(img, rules, skip, 0, out, err);
+	return run(img, rules, skip, 0, 0, out, err);
 }
 
 size_t cp_scan_count(const cp_scan *s)

@@ -266,7 +266,8 @@ struct cp_scan {
 	size_t *window_at;       /* nwindow_sec + 1 entries */
 	size_t nwindow_sec;
 	const struct cp_scan_skip *skip; /* windows the string search passes over, or NULL */
-	unsigned threads;        /* the code walk's (0: one per core, by size) */
+	unsigned threads;        /* the code walk's, whatever the size (0: by size) */
+	unsigned cores;          /* by size: at most this many (0: cp_cores()) */
 	/* the functions whose frames the scan evaluated (scan_frames.c), and
 	 * the check's frames made ahead */
 	struct cp_frame_fn {
@@ -293,6 +294,12 @@ struct cp_scan_skip {
 	const cp_image *code_img;
 	bool full_check;
 };
+
+/* As cp_scan_run, with the code walk on at most `cores` threads (0: as
+ * many as this process may run on), one per core where the code is large
+ * enough to share. */
+cp_status cp_scan_run_cores(const cp_image *img, const cp_rules *rules, unsigned cores, cp_scan **out,
+			    cp_error *err);
 
 /* As cp_scan_run, with the code walk on `threads` threads whatever the
  * code's size (1: the calling thread alone; 0: cp_scan_run's choice, one

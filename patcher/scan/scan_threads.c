@@ -14,6 +14,7 @@
  */
 #include "scan/scan_walk.h"
 #include "util/cleanup_on_signal.h"
+#include "util/cores.h"
 #include "util/error.h"
 
 #include <assert.h>
@@ -21,7 +22,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MIN_RUN (2u << 20) /* bytes of code a thread is worth starting for */
 #define MAX_THREADS 8
@@ -45,11 +45,12 @@ static uint64_t code_bytes(const cp_scan *s, size_t from, size_t to)
 	return n;
 }
 
-unsigned cp_walk_threads(const cp_scan *s)
+/* How many threads a walk of all of s's code should use (1: its code is
+ * too small to share; s->marks made). */
+static unsigned walk_threads_for(const cp_scan *s)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t by_size = code_bytes(s, 0, s->nmarks) / MIN_RUN;
-	unsigned n = cores > 0 ? (unsigned)cores : 1;
+	unsigned n = s->cores ? s->cores : cp_cores();
 
 	if (s->threads)
 		return s->threads;
@@ -201,6 +202,6 @@ cp_status cp_scan_code(cp_scan *s, cp_error *err)
 
 	if (s->img->arch->walk_local && !cp_walk_units(s, s->img))
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	n = s->marks ? cp_walk_threads(s) : 1;
+	n = s->marks ? walk_threads_for(s) : 1;
 	return n > 1 ? walk_threads(s, n, err) : cp_scan_code_one(s, err);
 }

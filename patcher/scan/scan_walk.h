@@ -77,8 +77,4 @@ bool cp_walk_copy_block(cp_scan *s, const struct cp_import_block *b, uint64_t fr
  * whether to share the walk among threads). */
 cp_status cp_scan_code_one(cp_scan *s, cp_error *err);
 
-/* scan_threads.c: how many threads a walk of all of s's code should use
- * (1: its code is too small to share; s->marks made). */
-unsigned cp_walk_threads(const cp_scan *s);
-
 #endif
