@@ -236,8 +236,10 @@ static bool push(cp_reach *r, size_t idx, int reg)
 	if (r->seen[s])
 		return true;
 	r->seen[s] = 1;
-	if (CP_GROW(r->stack, r->capstack, r->nstack + 1))
+	if (CP_GROW(r->stack, r->capstack, r->nstack + 1)) {
+		r->oom = true;
 		return false;
+	}
 	r->stack[r->nstack++] = s;
 	return true;
 }
@@ -362,6 +364,7 @@ cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val 
 		return CP_OK;
 	begin(r, start, end);
 	r->nseen = 0; /* a question of its own: nothing seen */
+	r->oom = false;
 	i = index_of(r, at);
 	if (r->oom)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->img->path);

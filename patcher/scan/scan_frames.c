@@ -7,10 +7,10 @@
  * patch's time). A scan notes the functions it evaluated; the check's scan
  * of the output (struct cp_scan_skip) evaluates the same functions of the
  * output on another thread while it walks the code, and takes each frame
- * when it comes to need it. An evaluation reads only the image, so a frame
- * made ahead is the one that would be made then; one not made ahead is
- * made when needed. At most MAX_AHEAD are made ahead, the largest (a frame
- * holds about 5 MB).
+ * when it comes to need it, waiting only until that one is made. An
+ * evaluation reads only the image, so a frame made ahead is the one that
+ * would be made then; one not made ahead is made when needed. At most
+ * MAX_AHEAD are made ahead, the largest first (a frame holds about 5 MB).
  */
 #include "scan/scan.h"
 #include "arch/frame.h"
@@ -24,12 +24,19 @@
 
 #define MAX_AHEAD 4
 
+struct ahead {
+	struct cp_frame_fn fn;
+	struct cp_frame frame; /* made for fn when made */
+	bool made, taken;
+};
+
 struct cp_frames_ahead {
 	const cp_image *img;
-	struct cp_frame_fn *fn;  /* the functions, copied from the input's scan */
-	struct cp_frame *frame;  /* made for each, or zero */
-	bool *made, *taken;
+	struct ahead *f;       /* the functions of the input's scan, largest first */
 	size_t n;
+	size_t done;           /* f[0..done) evaluated (made or not); under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t more;   /* done grew */
 	pthread_t thread;
 	bool running;
 };
@@ -40,8 +47,15 @@ static void *evaluate(void *arg)
 	cp_error err;
 	size_t i;
 
-	for (i = 0; i < a->n; i++)
-		a->made[i] = !cp_frame_eval(a->img, a->fn[i].start, a->fn[i].end, &a->frame[i], &err);
+	for (i = 0; i < a->n; i++) {
+		bool made = !cp_frame_eval(a->img, a->f[i].fn.start, a->f[i].fn.end, &a->f[i].frame, &err);
+
+		pthread_mutex_lock(&a->lock);
+		a->f[i].made = made;
+		a->done = i + 1;
+		pthread_cond_broadcast(&a->more);
+		pthread_mutex_unlock(&a->lock);
+	}
 	return NULL;
 }
 
@@ -53,20 +67,19 @@ static void ahead_free(struct cp_frames_ahead *a)
 		return;
 	if (a->running)
 		pthread_join(a->thread, NULL);
-	for (i = 0; a->frame && i < a->n; i++)
-		if (a->made[i] && !a->taken[i])
-			cp_frame_free(&a->frame[i]);
-	free(a->fn);
-	free(a->frame);
-	free(a->made);
-	free(a->taken);
+	for (i = 0; i < a->n; i++)
+		if (a->f[i].made && !a->f[i].taken)
+			cp_frame_free(&a->f[i].frame);
+	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->more);
+	free(a->f);
 	free(a);
 }
 
 static int larger_first(const void *x, const void *y)
 {
-	const struct cp_frame_fn *a = x, *b = y;
-	uint64_t m = a->end - a->start, n = b->end - b->start;
+	const struct ahead *a = x, *b = y;
+	uint64_t m = a->fn.end - a->fn.start, n = b->fn.end - b->fn.start;
 
 	return m > n ? -1 : m < n;
 }
@@ -75,34 +88,32 @@ void cp_scan_frames_ahead(cp_scan *s)
 {
 	const cp_scan *in = s->skip ? s->skip->code : NULL;
 	struct cp_frames_ahead *a;
+	size_t i;
 
 	if (!in || !in->nframe_fns || !(a = calloc(1, sizeof(*a))))
 		return;
 	a->img = s->img;
-	a->n = in->nframe_fns;
-	a->fn = malloc(a->n * sizeof(*a->fn));
-	if (a->fn) {
-		memcpy(a->fn, in->frame_fns, a->n * sizeof(*a->fn));
-		qsort(a->fn, a->n, sizeof(*a->fn), larger_first);
-		if (a->n > MAX_AHEAD)
-			a->n = MAX_AHEAD;
-	}
-	a->frame = calloc(a->n, sizeof(*a->frame));
-	a->made = calloc(a->n, sizeof(*a->made));
-	a->taken = calloc(a->n, sizeof(*a->taken));
-	if (!a->fn || !a->frame || !a->made || !a->taken) {
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->more, NULL);
+	if (!(a->f = calloc(in->nframe_fns, sizeof(*a->f)))) {
 		ahead_free(a);
 		return; /* nothing ahead: each is made when needed */
 	}
+	for (i = 0; i < in->nframe_fns; i++)
+		a->f[i].fn = in->frame_fns[i];
+	qsort(a->f, in->nframe_fns, sizeof(*a->f), larger_first);
+	a->n = in->nframe_fns < MAX_AHEAD ? in->nframe_fns : MAX_AHEAD;
 	a->running = !cp_cleanup_thread(&a->thread, evaluate, a);
 	if (!a->running) {
+		a->n = 0;
 		ahead_free(a);
 		return;
 	}
 	s->frames_ahead = a;
 }
 
-/* The frame made ahead for [start, end), moved into *f; false if none. */
+/* The frame made ahead for [start, end), moved into *f, once its
+ * evaluation has finished; false if none was made. */
 static bool take_ahead(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f)
 {
 	struct cp_frames_ahead *a = s->frames_ahead;
@@ -110,17 +121,20 @@ static bool take_ahead(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame
 
 	if (!a)
 		return false;
-	if (a->running) {
-		pthread_join(a->thread, NULL);
-		a->running = false;
-	}
 	for (i = 0; i < a->n; i++)
-		if (a->fn[i].start == start && a->fn[i].end == end && a->made[i] && !a->taken[i]) {
-			a->taken[i] = true;
-			*f = a->frame[i];
-			return true;
-		}
-	return false;
+		if (a->f[i].fn.start == start && a->f[i].fn.end == end && !a->f[i].taken)
+			break;
+	if (i == a->n)
+		return false;
+	pthread_mutex_lock(&a->lock);
+	while (a->done <= i)
+		pthread_cond_wait(&a->more, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+	if (!a->f[i].made)
+		return false;
+	a->f[i].taken = true;
+	*f = a->f[i].frame;
+	return true;
 }
 
 cp_status cp_scan_frame(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f, cp_error *err)

@@ -9,6 +9,7 @@
 #include "util/write.h"
 #include "wheel/zip_source.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libdeflate.h>
@@ -235,39 +236,69 @@ static cp_status same_bytes(struct reading *r, const uint8_t *p, size_t n, uint8
  */
 #define WHOLE (32u << 20)
 
-static cp_status read_whole(struct reading *r, zip_file_t *f, cp_error *err)
+/* same_bytes over n bytes, RAW_IN at a time; then libzip must have no
+ * more to give than the central directory's compressed size. */
+static cp_status same_all(struct reading *r, zip_file_t *f, const uint8_t *p, size_t n, uint8_t *spare,
+			  cp_error *err)
 {
-	const struct cp_wheel_member *m = &r->w->m[r->i];
-	uint64_t comp = r->w->layout.m[r->i].comp_size;
-	uint8_t *in = malloc(2 * comp + m->size + 1), *spare = in + comp, *out = spare + comp;
-	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-	zip_int64_t got = 0;
-	size_t n = 0;
-	enum libdeflate_result lr;
+	uint8_t more;
+	size_t k, c;
 	cp_status st = CP_OK;
 
-	if (!in || !d) {
-		free(in);
-		libdeflate_free_decompressor(d);
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->w->path);
+	for (k = 0; !st && k < n; k += c) {
+		c = n - k < RAW_IN ? n - k : RAW_IN;
+		st = same_bytes(r, p + k, c, spare, err);
 	}
+	if (!st && zip_fread(f, &more, 1) != 0)
+		st = bad(r->w, err, "the central directory and libzip disagree", r->w->m[r->i].name);
+	return st;
+}
+
+/* The member's compressed bytes read into in (comp of them), checked by
+ * same_all, and inflated into out (its declared size). */
+static cp_status inflate_whole(struct reading *r, zip_file_t *f, uint8_t *in, uint64_t comp, uint8_t *out,
+			       uint8_t *spare, cp_error *err)
+{
+	const struct cp_wheel_member *m = &r->w->m[r->i];
+	struct libdeflate_decompressor *d;
+	enum libdeflate_result lr;
+	zip_int64_t got = 0;
+	size_t n = 0;
+	cp_status st;
+
 	while (n < comp && (got = zip_fread(f, in + n, comp - n)) > 0)
 		n += (size_t)got;
 	if (got < 0 || n != comp)
-		st = bad(r->w, err, "a member is corrupt", m->name);
-	if (!st)
-		st = same_bytes(r, in, n, spare, err);
-	lr = st ? LIBDEFLATE_SUCCESS : libdeflate_deflate_decompress(d, in, n, out, m->size, &n);
-	if (!st && lr == LIBDEFLATE_INSUFFICIENT_SPACE)
-		st = bad(r->w, err, "a member holds more than it declares", m->name);
-	else if (!st && lr != LIBDEFLATE_SUCCESS)
-		st = bad(r->w, err, "a member is corrupt", m->name);
-	if (!st)
-		st = take(r, out, n, err);
-	if (!st && r->crc != m->crc)
-		st = bad(r->w, err, "a member's CRC-32 does not match its bytes", m->name);
+		return bad(r->w, err, "a member is corrupt", m->name);
+	if ((st = same_all(r, f, in, n, spare, err)))
+		return st;
+	if (!(d = libdeflate_alloc_decompressor()))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->w->path);
+	lr = libdeflate_deflate_decompress(d, in, n, out, m->size, &n);
 	libdeflate_free_decompressor(d);
-	free(in);
+	if (lr == LIBDEFLATE_INSUFFICIENT_SPACE)
+		return bad(r->w, err, "a member holds more than it declares", m->name);
+	if (lr != LIBDEFLATE_SUCCESS)
+		return bad(r->w, err, "a member is corrupt", m->name);
+	if ((st = take(r, out, n, err)))
+		return st;
+	if (r->crc != m->crc)
+		return bad(r->w, err, "a member's CRC-32 does not match its bytes", m->name);
+	return CP_OK;
+}
+
+/* Holds the compressed and the inflated bytes, at most 2 * WHOLE. */
+static cp_status read_whole(struct reading *r, zip_file_t *f, cp_error *err)
+{
+	uint64_t comp = r->w->layout.m[r->i].comp_size, size = r->w->m[r->i].size;
+	uint8_t *buf;
+	cp_status st;
+
+	assert(comp <= WHOLE && size <= WHOLE);
+	if (!(buf = malloc(comp + size + RAW_IN)))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", r->w->path);
+	st = inflate_whole(r, f, buf, comp, buf + comp, buf + comp + size, err);
+	free(buf);
 	return st;
 }
 
