@@ -9,6 +9,7 @@
 
 #define DIGIT_BITS 16
 #define NBUCKET (1u << DIGIT_BITS)
+#define SMALL 64 /* fewer records: insertion sort (a radix pass clears 512 KB of counts) */
 
 static uint64_t key_at(const char *rec, size_t key_off)
 {
@@ -51,6 +52,29 @@ static void pass(const char *src, char *dst, size_t n, size_t size, size_t key_o
 	}
 }
 
+/* Stable: a record moves left only past larger keys. */
+static bool insertion_sort(char *a, size_t n, size_t size, size_t key_off)
+{
+	char *t = malloc(size);
+	size_t i, j;
+
+	if (!t)
+		return false;
+	for (i = 1; i < n; i++) {
+		uint64_t k = key_at(a + i * size, key_off);
+
+		for (j = i; j > 0 && key_at(a + (j - 1) * size, key_off) > k; j--)
+			;
+		if (j == i)
+			continue;
+		memcpy(t, a + i * size, size);
+		memmove(a + (j + 1) * size, a + j * size, (i - j) * size);
+		memcpy(a + j * size, t, size);
+	}
+	free(t);
+	return true;
+}
+
 bool cp_sort_by_key(void *base, size_t n, size_t size, size_t key_off)
 {
 	char *a = base, *b, *src, *dst;
@@ -60,6 +84,8 @@ bool cp_sort_by_key(void *base, size_t n, size_t size, size_t key_off)
 
 	if (n < 2 || cp_sorted_by_key(base, n, size, key_off))
 		return true;
+	if (n < SMALL)
+		return insertion_sort(a, n, size, key_off);
 	for (i = 0; i < n; i++)
 		if (key_at(a + i * size, key_off) > max)
 			max = key_at(a + i * size, key_off);

@@ -11,8 +11,8 @@
 
 /* Orders n records of size bytes at base by the uint64_t at key_off in
  * each, keeping the order of records with equal keys (LSD radix sort, 16
- * bits a pass, as many passes as the largest key needs). false: out of
- * memory, and base is as it was. */
+ * bits a pass, as many passes as the largest key needs; an insertion sort
+ * below 64 records). false: out of memory, and base is as it was. */
 bool cp_sort_by_key(void *base, size_t n, size_t size, size_t key_off);
 
 /* Whether the records are in order of that key already. */
