@@ -22,6 +22,8 @@
 #include <string.h>
 
 /* CPython's entry points that import; by_cstring: the name is a C string.
+ * Each begins with "Py": the walk keeps a call only if it does
+ * (scan_code.c, wanted_call).
  * (PyImport_GetModule only reads sys.modules: __Pyx_ImportFrom looks up
  * "<module>.<name>" there, a name made at run time.) */
 static const struct {

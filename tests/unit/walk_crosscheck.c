@@ -21,6 +21,7 @@
 #include "elf/image.h"
 #include "scan/reach.h"
 #include "scan/scan.h"
+#include "scan/scan_walk.h"
 #include "arch/code.h"
 #include "so_files.h"
 
@@ -90,6 +91,24 @@ static int compare_lists(const cp_scan *a, const cp_scan *b, const char *path, c
 		if (a->derived[i].addr != b->derived[i].addr || a->derived[i].base != b->derived[i].base ||
 		    a->derived[i].target != b->derived[i].target)
 			return differ(path, layout, "derived reference", i);
+	return 0;
+}
+
+/* The units' records (the check's splice takes the input's). */
+static int compare_marks(const cp_scan *a, const cp_scan *b, const char *path, const char *layout)
+{
+	size_t i;
+
+	if (a->nmarks != b->nmarks)
+		return differ(path, layout, "count of units", 0);
+	for (i = 0; i < a->nmarks; i++) {
+		const struct cp_walk_mark *x = &a->marks[i], *y = &b->marks[i];
+
+		if (x->start != y->start || x->end != y->end || x->ncalls != y->ncalls || x->nuses != y->nuses ||
+		    x->nfuses != y->nfuses || x->nderived != y->nderived || x->nblocks != y->nblocks ||
+		    x->nloads != y->nloads || !cp_walk_state_equal(&x->state, &y->state))
+			return differ(path, layout, "unit", i);
+	}
 	return 0;
 }
 
@@ -212,7 +231,7 @@ static int check_threads(const char *path, const cp_image *in, const cp_scan *on
 			return 1;
 		}
 		bad = compare_lists(one, cut, path, label) || compare_calls(one, cut, path, label) ||
-		      compare_refs(one, cut, path, label);
+		      compare_refs(one, cut, path, label) || compare_marks(one, cut, path, label);
 		t.threaded++;
 		cp_scan_free(cut);
 	}
