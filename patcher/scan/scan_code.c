@@ -335,23 +335,10 @@ static void on_call(void *ctx, const struct cp_call *call)
 		open_block(c, call);
 }
 
-int cp_walk_xref_order(const void *a, const void *b)
-{
-	const struct cp_xref *x = a, *y = b;
-
-	if (x->target != y->target)
-		return x->target < y->target ? -1 : 1;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-int cp_walk_jump_order(const void *a, const void *b)
-{
-	const struct cp_jump *x = a, *y = b;
-
-	if (x->to != y->to)
-		return x->to < y->to ? -1 : 1;
-	return x->from < y->from ? -1 : x->from > y->from;
-}
+const struct cp_walk_order cp_walk_xref_order = { sizeof(struct cp_xref), offsetof(struct cp_xref, target),
+						 offsetof(struct cp_xref, addr) };
+const struct cp_walk_order cp_walk_jump_order = { sizeof(struct cp_jump), offsetof(struct cp_jump, to),
+						 offsetof(struct cp_jump, from) };
 
 void cp_walk_start(struct cp_walk *w, cp_scan *s, bool marking, struct cp_code_visitor *v)
 {
@@ -429,18 +416,35 @@ cp_status cp_walk_end(struct cp_walk *w, bool sorted, cp_error *err)
 	return CP_OK;
 }
 
-bool cp_walk_sort(void *base, size_t n, size_t size, size_t primary, size_t secondary)
+bool cp_walk_sort(void *base, size_t n, const struct cp_walk_order *o)
 {
-	/* stable: by the secondary key, then by the primary */
-	return cp_sort_by_key(base, n, size, secondary) && cp_sort_by_key(base, n, size, primary);
+	/* stable: by the address, then by the key */
+	return cp_sort_by_key(base, n, o->size, o->addr_at) && cp_sort_by_key(base, n, o->size, o->key_at);
+}
+
+static uint64_t field(const void *rec, size_t at)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)rec + at, sizeof(v));
+	return v;
+}
+
+int cp_walk_order_cmp(const struct cp_walk_order *o, const void *a, const void *b)
+{
+	uint64_t x = field(a, o->key_at), y = field(b, o->key_at);
+
+	if (x == y) {
+		x = field(a, o->addr_at);
+		y = field(b, o->addr_at);
+	}
+	return x < y ? -1 : x > y;
 }
 
 bool cp_walk_sort_found(cp_scan *s)
 {
-	return cp_walk_sort(s->xrefs, s->nxrefs, sizeof(*s->xrefs), offsetof(struct cp_xref, target),
-			    offsetof(struct cp_xref, addr)) &&
-	       cp_walk_sort(s->jumps, s->njumps, sizeof(*s->jumps), offsetof(struct cp_jump, to),
-			    offsetof(struct cp_jump, from));
+	return cp_walk_sort(s->xrefs, s->nxrefs, &cp_walk_xref_order) &&
+	       cp_walk_sort(s->jumps, s->njumps, &cp_walk_jump_order);
 }
 
 cp_status cp_scan_code_one(cp_scan *s, cp_error *err)

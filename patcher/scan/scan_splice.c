@@ -58,44 +58,41 @@ struct sorted_list {
 	void **dst;
 	size_t *n, *cap;
 	const void *from;
-	size_t nfrom, size;
-	int (*order)(const void *, const void *);
-	size_t key_at;  /* offset of the key it is sorted by first */
-	size_t addr_at; /* offset of the address that places an entry in a unit,
-			 * which it is sorted by next */
+	size_t nfrom;
+	const struct cp_walk_order *order;
 };
 
 static bool taken(const struct spans *again, const struct sorted_list *l, size_t i)
 {
 	uint64_t addr;
 
-	memcpy(&addr, (const char *)l->from + i * l->size + l->addr_at, sizeof(addr));
+	memcpy(&addr, (const char *)l->from + i * l->order->size + l->order->addr_at, sizeof(addr));
 	return !walked_again(again, addr);
 }
 
 static bool merge(const struct spans *again, const struct sorted_list *l)
 {
-	size_t i = 0, j = 0, n = 0, m = *l->n;
-	char *out = malloc((m + l->nfrom) * l->size + 1), *mine = *l->dst;
+	size_t i = 0, j = 0, n = 0, m = *l->n, size = l->order->size;
+	char *out = malloc((m + l->nfrom) * size + 1), *mine = *l->dst;
 
 	if (!out)
 		return false;
-	if (!cp_walk_sort(mine, m, l->size, l->key_at, l->addr_at)) {
+	if (!cp_walk_sort(mine, m, l->order)) {
 		free(out);
 		return false;
 	}
 	while (i < l->nfrom || j < m) {
-		const char *x = (const char *)l->from + i * l->size;
+		const char *x = (const char *)l->from + i * size;
 
 		if (i < l->nfrom && !taken(again, l, i)) {
 			i++;
 			continue;
 		}
-		if (j == m || (i < l->nfrom && l->order(x, mine + j * l->size) <= 0)) {
-			memcpy(out + n++ * l->size, x, l->size);
+		if (j == m || (i < l->nfrom && cp_walk_order_cmp(l->order, x, mine + j * size) <= 0)) {
+			memcpy(out + n++ * size, x, size);
 			i++;
 		} else {
-			memcpy(out + n++ * l->size, mine + j++ * l->size, l->size);
+			memcpy(out + n++ * size, mine + j++ * size, size);
 		}
 	}
 	free(*l->dst);
@@ -108,11 +105,9 @@ static bool merge(const struct spans *again, const struct sorted_list *l)
 static bool take_sorted(cp_scan *s, const cp_scan *from, const struct spans *again)
 {
 	struct sorted_list x = { (void **)&s->xrefs, &s->nxrefs, &s->capxrefs, from->xrefs, from->nxrefs,
-				 sizeof(*s->xrefs), cp_walk_xref_order, offsetof(struct cp_xref, target),
-				 offsetof(struct cp_xref, addr) };
+				 &cp_walk_xref_order };
 	struct sorted_list j = { (void **)&s->jumps, &s->njumps, &s->capjumps, from->jumps, from->njumps,
-				 sizeof(*s->jumps), cp_walk_jump_order, offsetof(struct cp_jump, to),
-				 offsetof(struct cp_jump, from) };
+				 &cp_walk_jump_order };
 
 	return merge(again, &x) && merge(again, &j);
 }

@@ -51,16 +51,24 @@ void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st);
  * of memory. */
 cp_status cp_walk_end(struct cp_walk *w, bool sorted, cp_error *err);
 
-/* Sorts s->xrefs and s->jumps into the orders below; false: out of
- * memory. */
-bool cp_walk_sort_found(cp_scan *s);
-/* Sorts n records by the uint64_t at primary, then at secondary. */
-bool cp_walk_sort(void *base, size_t n, size_t size, size_t primary, size_t secondary);
+/* An order of a walk's records of `size` bytes: by the uint64_t at key_at,
+ * then by the one at addr_at (the address that places a record in a
+ * unit). */
+struct cp_walk_order {
+	size_t size, key_at, addr_at;
+};
 
 /* The orders of s->xrefs (target, then address) and s->jumps (target,
- * then source), for qsort. */
-int cp_walk_xref_order(const void *a, const void *b);
-int cp_walk_jump_order(const void *a, const void *b);
+ * then source). */
+extern const struct cp_walk_order cp_walk_xref_order, cp_walk_jump_order;
+
+/* Sorts n records into order o; false: out of memory. */
+bool cp_walk_sort(void *base, size_t n, const struct cp_walk_order *o);
+/* Below, equal to or above 0 as record a comes before b in order o, with
+ * it or after it. */
+int cp_walk_order_cmp(const struct cp_walk_order *o, const void *a, const void *b);
+/* Sorts s->xrefs and s->jumps into their orders; false: out of memory. */
+bool cp_walk_sort_found(cp_scan *s);
 
 /* Unit k of from's walk (from->marks[k]), taken: its calls, uses, derived
  * references and import blocks appended to the walk's scan (not its xrefs
