@@ -274,9 +274,9 @@ static cp_status list_tasks(struct job *j, struct pool *p)
 	return CP_OK;
 }
 
-static size_t count_workers(size_t ntask)
+static size_t count_workers(size_t ntask, unsigned cores)
 {
-	size_t n = cp_cores();
+	size_t n = cores;
 
 	if (n > MAX_WORKERS)
 		n = MAX_WORKERS;
@@ -337,11 +337,11 @@ static cp_status patch_extensions(struct job *j)
 	struct pool p = { j, NULL, NULL, 0, 0, SIZE_MAX };
 	struct worker w[MAX_WORKERS];
 	cp_status st = list_tasks(j, &p);
-	size_t n = count_workers(p.ntask), t;
+	unsigned cores = cp_cores();
+	size_t n = count_workers(p.ntask, cores), t;
 
 	/* each worker's share of the cores, for its code walks */
-	j->walk_cores = cp_cores() / n ? cp_cores() / n : 1;
-
+	j->walk_cores = cores / n ? (unsigned)(cores / n) : 1;
 	if (!st)
 		st = order_tasks(j, &p);
 
