@@ -135,7 +135,9 @@ struct cp_patch_opts {
 	bool no_fsync;        /* rename without waiting for the disk (util/write.h) */
 	bool full_check;      /* the check walks all of the output's code, not only
 			       * the functions that changed, and fails if the two
-			       * walks differ (scan/scan_splice.c) */
+			       * walks differ (scan/scan_splice.c); a module whose
+			       * bytes name no mapped module is scanned in full
+			       * too (cp_scan_maps_nothing) */
 	FILE *dry_run;        /* when set: print the plan there, write nothing */
 	unsigned walk_cores;  /* the code walk's threads at most (0: the cores
 			       * this process may run on; fewer for small code) */

@@ -181,6 +181,18 @@ static cp_status carry_out(const cp_image *img, const cp_scan *scan, struct cp_p
 	return write_checked(img, scan, plan, out, o, w, res, t0, err);
 }
 
+/* The scan, or none where the module's bytes alone show that it maps
+ * nothing (--full-check reads its code all the same). */
+static cp_status scan_unless_nothing(const cp_image *img, const cp_rules *rules, const struct cp_patch_opts *o,
+				     cp_scan **scan, bool *nothing, cp_error *err)
+{
+	cp_status st = o->full_check ? CP_OK : cp_scan_maps_nothing(img, rules, nothing, err);
+
+	if (st || *nothing)
+		return st;
+	return cp_scan_run_cores(img, rules, o->walk_cores, scan, err);
+}
+
 cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 			const struct cp_patch_opts *o, struct cp_patch_result *res, cp_error *err)
 {
@@ -189,6 +201,7 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 	struct cp_plan plan;
 	struct output w = { "", -1, NULL };
 	struct timespec t0;
+	bool nothing = false;
 	cp_status st;
 
 	memset(&plan, 0, sizeof(plan));
@@ -202,11 +215,15 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 		start_output(img, out, &w);
 	lap(res, CP_STAGE_LOAD, &t0);
 	if (!st)
-		st = cp_scan_run_cores(img, rules, o->walk_cores, &scan, err);
+		st = scan_unless_nothing(img, rules, o, &scan, &nothing, err);
 	lap(res, CP_STAGE_SCAN, &t0);
 	if (st && img && !cp_scan_is_module(img)) {
 		res->outcome = CP_NOT_EXTENSION;
 		st = CP_OK;
+		goto done;
+	}
+	if (!st && nothing) {
+		res->outcome = CP_NOTHING_MAPPED;
 		goto done;
 	}
 	/* "needs nothing" is a finding too: not made on what the scan could not see */

@@ -157,6 +157,37 @@ bool cp_scan_is_module(const cp_image *img)
 	return check_module(&s, &err) == CP_OK;
 }
 
+/*
+ * Every reference the scan reports starts from a name in the file: a
+ * literal the string search finds (module, path form, package, mangled
+ * prefix: the rules' needles), an import's module or signature, which are
+ * such literals too, or a `from P import N` pair, whose P is a C string of
+ * its own. Before Cython 3.2 every one of them is plain bytes in a section;
+ * 3.2+ compresses them into its blob, and a module whose version is only
+ * guessed may be one. So a module of a known earlier version, not written
+ * by cypatch, with none of those bytes anywhere, maps nothing, and its code
+ * need not be read to say so. tests/unit/nothing_crosscheck.c holds it
+ * against the full scan on every corpus and real-wheel module.
+ */
+cp_status cp_scan_maps_nothing(const cp_image *img, const cp_rules *rules, bool *nothing, cp_error *err)
+{
+	cp_scan s;
+	cp_error not_module;
+	bool found;
+
+	*nothing = false;
+	memset(&s, 0, sizeof(s));
+	s.img = img;
+	s.path = img->path;
+	if (img->fallback.present || cp_image_section(img, CP_SECTION_NAME) || check_module(&s, &not_module) ||
+	    s.cy_patch < 0 || cp_cython_at_least(&s, 3, 2))
+		return CP_OK;
+	if (cp_scan_strings_anywhere(img, rules, &found, err))
+		return err->code;
+	*nothing = !found;
+	return CP_OK;
+}
+
 /* One entry per search window of each section, each true (a needle may
  * be there) until the string search finds it empty. */
 static bool alloc_windows(cp_scan *s, const cp_image *img)

@@ -320,6 +320,11 @@ bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from);
  * Cython ABI): what cp_scan_run refuses first when it is not. */
 bool cp_scan_is_module(const cp_image *img);
 
+/* Whether img, a Cython extension module, can hold no reference to a
+ * mapped module whatever its code does, told from its bytes before any
+ * code is read; false whenever that cannot be shown. */
+cp_status cp_scan_maps_nothing(const cp_image *img, const cp_rules *rules, bool *nothing, cp_error *err);
+
 /* scan_frames.c: the check's scan starts evaluating, on another thread,
  * the frames of the functions whose frames the input's scan evaluated; the
  * frame of [start, end), made ahead or now (cp_frame_eval), and noted;
@@ -331,6 +336,11 @@ void cp_scan_frames_end(cp_scan *s);
 
 /* scan_strings.c: literals holding a mapped name, outside blobs. */
 cp_status cp_scan_strings(cp_scan *s, cp_error *err);
+
+/* scan_strings.c: whether any needle of the rules, or a mapped module's
+ * package as a whole C string, is anywhere in the image's sections,
+ * boundaries or not (true also when a needle was too long to search). */
+cp_status cp_scan_strings_anywhere(const cp_image *img, const cp_rules *rules, bool *found, cp_error *err);
 
 /* scan_threads.c: the code walk (scan_code.c), on several threads where
  * the code is large: sites of strings, calls, import blocks, jumps and

@@ -8,6 +8,10 @@
  * it stands on name boundaries; its enclosing C string becomes a candidate,
  * and so does the needle itself when the linker merged it as the tail of a
  * longer string and code points at the tail.
+ *
+ * cp_scan_strings_anywhere asks the cheaper question first: whether any
+ * needle, or any mapped module's package as a whole C string, is anywhere
+ * in the file's sections at all (scan.c: cp_scan_maps_nothing).
  */
 #include "scan/scan.h"
 #include "util/error.h"
@@ -19,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum needle_form { N_MODULE, N_PACKAGE, N_PATH, N_MANGLED };
+/* N_FROM: a mapped module's package, which counts only as a whole C string
+ * and only where cp_scan_strings_anywhere looks */
+enum needle_form { N_MODULE, N_PACKAGE, N_PATH, N_MANGLED, N_FROM };
 
 struct needle {
 	char text[CP_NEEDLE_MAX];
@@ -45,6 +51,7 @@ struct needles {
 	size_t *by_anchor;     /* needle indexes by anchor, each anchor's in needle order */
 	size_t *anchor_first;  /* anchor a's needles: by_anchor[anchor_first[a] .. [a + 1]) */
 	struct { size_t lo, hi; } *anchor_at; /* least and most anchor_at of anchor a's needles */
+	size_t dropped;        /* texts too long to be needles: no search rules them out */
 };
 
 static void needles_free(struct needles *ns)
@@ -116,6 +123,8 @@ static int add_needle(struct needles *ns, const char *text, int layout, const ch
 {
 	size_t len = strlen(text), *slot;
 
+	if (len >= sizeof(ns->v[0].text))
+		ns->dropped++;
 	if (len == 0 || len >= sizeof(ns->v[0].text))
 		return 0;
 	if (grow_text_set(ns))
@@ -144,8 +153,10 @@ static int add_packages(struct needles *ns, const cp_rules *r, const char *modul
 		size_t n = (size_t)(dot - module);
 		int lay;
 
-		if (n >= sizeof(pkg))
+		if (n >= sizeof(pkg)) {
+			ns->dropped++;
 			return 0;
+		}
 		memcpy(pkg, module, n);
 		pkg[n] = '\0';
 		lay = cp_rules_package_layout(r, pkg);
@@ -168,7 +179,9 @@ static int add_module_needles(struct needles *ns, const cp_rules *r, const char 
 			buf[i] = '/';
 	if (add_needle(ns, buf, lay, m, N_PATH))
 		return -1;
-	if (cp_mangle_prefix(m, buf, sizeof(buf)) > 0 && add_needle(ns, buf, lay, m, N_MANGLED))
+	if (cp_mangle_prefix(m, buf, sizeof(buf)) <= 0)
+		ns->dropped++;
+	else if (add_needle(ns, buf, lay, m, N_MANGLED))
 		return -1;
 	return 0;
 }
@@ -182,6 +195,34 @@ static int build_needles(struct needles *ns, const cp_rules *r)
 		for (k = 0; k < 2; k++)
 			if (add_module_needles(ns, r, r->mod[i].name[k], r->mod[i].layout[k]))
 				return -1;
+	return 0;
+}
+
+/* `from cuda import cudart` leaves "cuda" and "cudart" as names of their
+ * own, which no needle holds (scan_names.c pairs them): every mapped
+ * module's package, for cp_scan_strings_anywhere. A text already a needle
+ * stays one, which counts anywhere, not only as a whole string. */
+static int add_from_packages(struct needles *ns, const cp_rules *r)
+{
+	char pkg[CP_NEEDLE_MAX];
+	const char *m, *dot;
+	size_t i, n;
+	int k;
+
+	for (i = 0; i < r->nmod; i++)
+		for (k = 0; k < 2; k++) {
+			m = r->mod[i].name[k];
+			if (!(dot = strrchr(m, '.')))
+				continue;
+			if ((n = (size_t)(dot - m)) >= sizeof(pkg)) {
+				ns->dropped++;
+				continue;
+			}
+			memcpy(pkg, m, n);
+			pkg[n] = '\0';
+			if (add_needle(ns, pkg, r->mod[i].layout[k], m, N_FROM))
+				return -1;
+		}
 	return 0;
 }
 
@@ -639,7 +680,7 @@ static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
 
 cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 {
-	struct needles ns = { NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL, NULL };
+	struct needles ns = { NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0 };
 	cp_status st = CP_OK;
 	size_t i;
 
@@ -655,4 +696,70 @@ cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 	}
 	needles_free(&ns);
 	return st;
+}
+
+/* Whether a match counts for cp_scan_strings_anywhere: a package as a
+ * whole C string (scan_names.c reads names up to their NUL), any other
+ * needle wherever it is. */
+static bool counts_anywhere(const struct needle *n, const uint8_t *d, size_t size, size_t pos)
+{
+	return n->form != N_FROM || (pos + n->len < size && d[pos + n->len] == 0);
+}
+
+/* Whether a needle that counts is in the section, window by window (the
+ * windows of a large one handed back as it goes). */
+static int section_holds(const cp_image *img, const struct cp_section *sec, const struct needles *ns,
+			 struct matches *ms, bool *found)
+{
+	const uint8_t *d = cp_image_bytes(img, sec->offset, sec->size);
+	size_t from, to, i;
+
+	if (!d) {
+		*found = true; /* bytes it cannot read rule nothing out */
+		return 0;
+	}
+	for (from = 0; from < sec->size && !*found; from = to) {
+		to = sec->size - from > CP_SEARCH_WINDOW ? from + CP_SEARCH_WINDOW : sec->size;
+		ms->n = 0;
+		for (i = 0; i < ns->nanchor; i++)
+			if (find_anchored(ns, i, img, sec, d, from, to, ms))
+				return -1;
+		for (i = 0; i < ns->n; i++)
+			if (ns->v[i].anchor == SIZE_MAX && find_plain(&ns->v[i], i, d, sec->size, from, to, ms))
+				return -1;
+		for (i = 0; i < ms->n && !*found; i++)
+			*found = counts_anywhere(&ns->v[ms->v[i].needle], d, sec->size, ms->v[i].pos);
+		if (sec->size > CP_SEARCH_WINDOW)
+			cp_image_done_with(img, sec->offset + from, to - from);
+	}
+	return 0;
+}
+
+cp_status cp_scan_strings_anywhere(const cp_image *img, const cp_rules *rules, bool *found, cp_error *err)
+{
+	struct needles ns = { NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0 };
+	struct matches ms = { NULL, 0, 0 };
+	int device, bad = 0;
+	size_t i;
+
+	*found = false;
+	if (build_needles(&ns, rules) || add_from_packages(&ns, rules) || choose_anchors(&ns)) {
+		needles_free(&ns);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	}
+	*found = ns.dropped > 0;
+	/* every section with bytes, device code last: where a needle is, it
+	 * is most often in the small ones */
+	for (device = 0; device < 2; device++)
+		for (i = 0; !bad && !*found && i < img->nsec; i++) {
+			const struct cp_section *sec = &img->sec[i];
+
+			if (sec->type != SHT_NOBITS && sec->size && cp_section_is_device_code(sec) == device)
+				bad = section_holds(img, sec, &ns, &ms, found);
+		}
+	free(ms.v);
+	needles_free(&ns);
+	if (bad)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	return CP_OK;
 }

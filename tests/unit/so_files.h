@@ -1,6 +1,7 @@
 /*
- * so_files.h - the cross-checks' inputs: every file named, and every *.so
- * below each directory named.
+ * so_files.h - the cross-checks' inputs: every file named, every *.so
+ * below each directory named, and every *.so member of each wheel (*.whl)
+ * named or below, unpacked into a scratch file for its check.
  */
 #ifndef CP_TEST_SO_FILES_H
 #define CP_TEST_SO_FILES_H
