@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LEVEL 6
-
 struct cp_deflated {
 	uint8_t *buf; /* the raw deflate stream */
 	size_t len;
@@ -89,7 +87,7 @@ static zip_int64_t deflated_cb(void *ud, void *data, zip_uint64_t len, zip_sourc
 /* The stream into d->buf; false when out of memory. */
 static bool compress_into(cp_deflated *d, const uint8_t *data, size_t len)
 {
-	struct libdeflate_compressor *c = libdeflate_alloc_compressor(LEVEL);
+	struct libdeflate_compressor *c = libdeflate_alloc_compressor(CP_DEFLATE_LEVEL);
 	size_t cap = c ? libdeflate_deflate_compress_bound(c, len) : 0;
 
 	if (c && (d->buf = malloc(cap ? cap : 1)))

@@ -69,11 +69,11 @@ static void write_archive(const char *path, const struct input *in, size_t n)
 	assert_int_equal(zip_close(z), 0);
 }
 
-/* What libdeflate writes at level 6 for these bytes: the member must hold
- * exactly this many compressed bytes. */
+/* What libdeflate writes at CP_DEFLATE_LEVEL for these bytes: the member
+ * must hold exactly this many compressed bytes. */
 static size_t deflated_size(const struct input *in)
 {
-	struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+	struct libdeflate_compressor *c = libdeflate_alloc_compressor(CP_DEFLATE_LEVEL);
 	size_t cap = libdeflate_deflate_compress_bound(c, in->len);
 	uint8_t *buf = malloc(cap);
 	size_t n = libdeflate_deflate_compress(c, in->data, in->len, buf, cap);
