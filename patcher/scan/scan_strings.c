@@ -706,6 +706,11 @@ static bool counts_anywhere(const struct needle *n, const uint8_t *d, size_t siz
 	return n->form != N_FROM || (pos + n->len < size && d[pos + n->len] == 0);
 }
 
+/* The search stops at the first needle that counts, so its windows are
+ * small: a module that names a mapped module usually does so early in its
+ * .rodata, which may hold a GiB more. */
+#define ANYWHERE_WINDOW ((size_t)1 << 20)
+
 /* Whether a needle that counts is in the section, window by window (the
  * windows of a large one handed back as it goes). */
 static int section_holds(const cp_image *img, const struct cp_section *sec, const struct needles *ns,
@@ -719,7 +724,7 @@ static int section_holds(const cp_image *img, const struct cp_section *sec, cons
 		return 0;
 	}
 	for (from = 0; from < sec->size && !*found; from = to) {
-		to = sec->size - from > CP_SEARCH_WINDOW ? from + CP_SEARCH_WINDOW : sec->size;
+		to = sec->size - from > ANYWHERE_WINDOW ? from + ANYWHERE_WINDOW : sec->size;
 		ms->n = 0;
 		for (i = 0; i < ns->nanchor; i++)
 			if (find_anchored(ns, i, img, sec, d, from, to, ms))
@@ -729,7 +734,7 @@ static int section_holds(const cp_image *img, const struct cp_section *sec, cons
 				return -1;
 		for (i = 0; i < ms->n && !*found; i++)
 			*found = counts_anywhere(&ns->v[ms->v[i].needle], d, sec->size, ms->v[i].pos);
-		if (sec->size > CP_SEARCH_WINDOW)
+		if (sec->size > ANYWHERE_WINDOW)
 			cp_image_done_with(img, sec->offset + from, to - from);
 	}
 	return 0;
