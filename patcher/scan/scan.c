@@ -162,12 +162,13 @@ bool cp_scan_is_module(const cp_image *img)
  * literal the string search finds (module, path form, package, mangled
  * prefix: the rules' needles), an import's module or signature, which are
  * such literals too, or a `from P import N` pair, whose P is a C string of
- * its own. Before Cython 3.2 every one of them is plain bytes in a section;
+ * its own. Before Cython 3.2 every one of them is plain bytes in a section
+ * the process maps, read through an address (cp_image_section_at);
  * 3.2+ compresses them into its blob, and a module whose version is only
  * guessed may be one. So a module of a known earlier version, not written
- * by cypatch, with none of those bytes anywhere, maps nothing, and its code
- * need not be read to say so. tests/unit/nothing_crosscheck.c holds it
- * against the full scan on every corpus and real-wheel module.
+ * by cypatch, with none of those bytes in any such section, maps nothing,
+ * and its code need not be read to say so. tests/unit/nothing_crosscheck.c
+ * holds it against the full scan on every corpus and real-wheel module.
  */
 cp_status cp_scan_maps_nothing(const cp_image *img, const cp_rules *rules, bool *nothing, cp_error *err)
 {

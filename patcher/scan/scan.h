@@ -338,9 +338,10 @@ void cp_scan_frames_end(cp_scan *s);
 cp_status cp_scan_strings(cp_scan *s, cp_error *err);
 
 /* scan_strings.c: whether any needle of the rules, or a mapped module's
- * package as a whole C string, is anywhere in the image's sections,
- * boundaries or not (true also when a needle was too long to search); a
- * fallback stub's context, which names every mapped module, aside. */
+ * package as a whole C string, is anywhere in the sections the process
+ * maps, boundaries or not (true also when a needle was too long to
+ * search); a fallback stub's context, which names every mapped module,
+ * aside. */
 cp_status cp_scan_strings_anywhere(const cp_image *img, const cp_rules *rules, bool *found, cp_error *err);
 
 /* scan_threads.c: the code walk (scan_code.c), on several threads where

@@ -711,8 +711,9 @@ static bool counts_anywhere(const struct needle *n, const uint8_t *d, size_t siz
  * .rodata, which may hold a GiB more. */
 #define ANYWHERE_WINDOW ((size_t)1 << 20)
 
-/* Whether a needle that counts is in the section, window by window (the
- * windows of a large one handed back as it goes). */
+/* Whether a needle that counts is in the section, window by window (those
+ * of a section as large as the string search's windows handed back as it
+ * goes; the scan reads the smaller ones next). */
 static int section_holds(const cp_image *img, const struct cp_section *sec, const struct needles *ns,
 			 struct matches *ms, bool *found)
 {
@@ -734,17 +735,30 @@ static int section_holds(const cp_image *img, const struct cp_section *sec, cons
 				return -1;
 		for (i = 0; i < ms->n && !*found; i++)
 			*found = counts_anywhere(&ns->v[ms->v[i].needle], d, sec->size, ms->v[i].pos);
-		if (sec->size > ANYWHERE_WINDOW)
+		if (sec->size > CP_SEARCH_WINDOW)
 			cp_image_done_with(img, sec->offset + from, to - from);
 	}
 	return 0;
+}
+
+/* When the anywhere search reads a section: data first (where a needle
+ * most often is), then the rest of what the process maps (code, .dynstr),
+ * device code last; -1 never: the scan reads names only through addresses
+ * (cp_image_section_at), so never from what is not mapped. */
+static int anywhere_pass(const struct cp_section *sec)
+{
+	if (sec->type == SHT_NOBITS || !sec->size || !cp_section_is_mapped(sec))
+		return -1;
+	if (cp_section_is_device_code(sec))
+		return 2;
+	return cp_section_is_data(sec) ? 0 : 1;
 }
 
 cp_status cp_scan_strings_anywhere(const cp_image *img, const cp_rules *rules, bool *found, cp_error *err)
 {
 	struct needles ns = { NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0 };
 	struct matches ms = { NULL, 0, 0 };
-	int device, bad = 0;
+	int pass, bad = 0;
 	size_t i;
 
 	*found = false;
@@ -753,15 +767,10 @@ cp_status cp_scan_strings_anywhere(const cp_image *img, const cp_rules *rules, b
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	}
 	*found = ns.dropped > 0;
-	/* every section with bytes, device code last: where a needle is, it
-	 * is most often in the small ones */
-	for (device = 0; device < 2; device++)
-		for (i = 0; !bad && !*found && i < img->nsec; i++) {
-			const struct cp_section *sec = &img->sec[i];
-
-			if (sec->type != SHT_NOBITS && sec->size && cp_section_is_device_code(sec) == device)
-				bad = section_holds(img, sec, &ns, &ms, found);
-		}
+	for (pass = 0; pass < 3; pass++)
+		for (i = 0; !bad && !*found && i < img->nsec; i++)
+			if (anywhere_pass(&img->sec[i]) == pass)
+				bad = section_holds(img, &img->sec[i], &ns, &ms, found);
 	free(ms.v);
 	needles_free(&ns);
 	if (bad)
