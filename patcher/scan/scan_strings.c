@@ -607,6 +607,22 @@ static int find_plain(const struct needle *n, size_t index, const uint8_t *d, si
 	return 0;
 }
 
+/* Every needle that begins in [from, to) of the section: each anchor's,
+ * then those shorter than an anchor. */
+static int find_window(const struct needles *ns, const cp_image *img, const struct cp_section *sec,
+		       const uint8_t *d, size_t from, size_t to, struct matches *ms)
+{
+	size_t i;
+
+	for (i = 0; i < ns->nanchor; i++)
+		if (find_anchored(ns, i, img, sec, d, from, to, ms))
+			return -1;
+	for (i = 0; i < ns->n; i++)
+		if (ns->v[i].anchor == SIZE_MAX && find_plain(&ns->v[i], i, d, sec->size, from, to, ms))
+			return -1;
+	return 0;
+}
+
 static int by_needle(const void *a, const void *b)
 {
 	const struct match *x = a, *y = b;
@@ -624,7 +640,7 @@ static int by_needle(const void *a, const void *b)
 static int find_all(cp_scan *s, const struct cp_section *sec, const struct needles *ns,
 		    const uint8_t *d, struct matches *ms)
 {
-	size_t i, from, to, k = (size_t)(sec - s->img->sec);
+	size_t from, to, k = (size_t)(sec - s->img->sec);
 	size_t w = s->window_at[k];
 
 	for (from = 0; from < sec->size; from = to, w++) {
@@ -633,13 +649,8 @@ static int find_all(cp_scan *s, const struct cp_section *sec, const struct needl
 		to = sec->size - from > CP_SEARCH_WINDOW ? from + CP_SEARCH_WINDOW : sec->size;
 		if (s->skip && s->skip->window(s->skip->ctx, k, from, to))
 			continue;
-		for (i = 0; i < ns->nanchor; i++)
-			if (find_anchored(ns, i, s->img, sec, d, from, to, ms))
-				return -1;
-		for (i = 0; i < ns->n; i++)
-			if (ns->v[i].anchor == SIZE_MAX &&
-			    find_plain(&ns->v[i], i, d, sec->size, from, to, ms))
-				return -1;
+		if (find_window(ns, s->img, sec, d, from, to, ms))
+			return -1;
 		if (sec->size > CP_SEARCH_WINDOW)
 			cp_image_done_with(s->img, sec->offset + from, to - from);
 		s->window_hit[w] = ms->n > before;
@@ -727,12 +738,8 @@ static int section_holds(const cp_image *img, const struct cp_section *sec, cons
 	for (from = 0; from < sec->size && !*found; from = to) {
 		to = sec->size - from > ANYWHERE_WINDOW ? from + ANYWHERE_WINDOW : sec->size;
 		ms->n = 0;
-		for (i = 0; i < ns->nanchor; i++)
-			if (find_anchored(ns, i, img, sec, d, from, to, ms))
-				return -1;
-		for (i = 0; i < ns->n; i++)
-			if (ns->v[i].anchor == SIZE_MAX && find_plain(&ns->v[i], i, d, sec->size, from, to, ms))
-				return -1;
+		if (find_window(ns, img, sec, d, from, to, ms))
+			return -1;
 		for (i = 0; i < ms->n && !*found; i++)
 			*found = counts_anywhere(&ns->v[ms->v[i].needle], d, sec->size, ms->v[i].pos);
 		if (sec->size > CP_SEARCH_WINDOW)
