@@ -3,9 +3,11 @@
  * evaluation itself is the architecture's (cp_arch.frame_eval).
  */
 #include "arch/frame.h"
+#include "arch/frame_build.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void cp_frame_free(struct cp_frame *f)
 {
@@ -16,9 +18,8 @@ void cp_frame_free(struct cp_frame *f)
 		free(f->snap[i].known);
 		free(f->snap[i].src);
 	}
-	free(f->val);
-	free(f->known);
-	free(f->src);
+	if (f->src)
+		munmap(f->src, CP_FRAME_MAP);
 	free(f->loads);
 	free(f->imms);
 	free(f->cmps);

@@ -7,15 +7,20 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define SNAP_MAX (1u << 18)
 
 bool cp_frame_build_alloc(struct cp_frame *f)
 {
-	f->val = calloc(CP_FRAME_BYTES, 1);
-	f->known = calloc(CP_FRAME_BYTES, 1);
-	f->src = calloc(CP_FRAME_BYTES, sizeof(*f->src));
-	return f->val && f->known && f->src;
+	uint8_t *m = mmap(NULL, CP_FRAME_MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (m == MAP_FAILED)
+		return false;
+	f->src = (struct cp_frame_src *)m;
+	f->val = m + CP_FRAME_BYTES * sizeof(*f->src);
+	f->known = f->val + CP_FRAME_BYTES;
+	return true;
 }
 
 bool cp_frame_index(int64_t off, unsigned len, size_t *idx)

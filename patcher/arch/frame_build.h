@@ -19,6 +19,9 @@
 
 #define CP_FRAME_SLACK 64
 #define CP_FRAME_BYTES (CP_FRAME_SIZE + CP_FRAME_SLACK)
+/* One anonymous mapping holds a frame's sources, values and known bits:
+ * its pages are zero until touched, and a function touches few of them. */
+#define CP_FRAME_MAP (CP_FRAME_BYTES * (sizeof(struct cp_frame_src) + 2))
 
 /* The frame's bytes, allocated; false when memory is exhausted. */
 bool cp_frame_build_alloc(struct cp_frame *f);

@@ -5,8 +5,14 @@
  * store) keep exactly the bits the code defines. The walk is linear: after a
  * return or an unconditional jump, rsp goes back to the depth the prologue
  * set up, which is where GCC's code between epilogues runs.
+ *
+ * It decodes with Zydis, as the code walk does: a Cython 3.2+ module's init
+ * function is 100,000 instructions or more, evaluated once for the scan and
+ * once for the check. tests/unit/frame_reference.c proves on every corpus
+ * and real module that it makes the frames the capstone evaluator it
+ * replaced (tests/unit/x86_frame_capstone.c) made.
  */
-#include "arch/x86_64/x86_64.h"
+#include "arch/x86_64/zydis.h"
 #include "arch/frame_build.h"
 #include "util/error.h"
 
@@ -41,7 +47,7 @@ struct eval {
 	int64_t body; /* rsp offset after the prologue */
 	bool body_set, body_from_sub;
 	bool oom;
-	const cs_insn *in;
+	const struct zin *in;
 };
 
 static const struct aval unknown = { K_BITS, 0, 0, 0, 0 };
@@ -73,7 +79,7 @@ static struct aval mem_read(struct eval *e, int64_t off, unsigned size)
 static void mem_write_bytes(struct eval *e, int64_t off, const uint8_t *v, const uint8_t *k,
 			    unsigned len, uint64_t va, uint64_t insn)
 {
-	cp_frame_put(e->f, off, v, k, len, va, insn ? insn : e->in ? e->in->address : 0);
+	cp_frame_put(e->f, off, v, k, len, va, insn ? insn : e->in ? e->in->addr : 0);
 }
 
 static void mem_write(struct eval *e, int64_t off, unsigned size, struct aval a, int imm_off)
@@ -102,22 +108,22 @@ static void mem_forget(struct eval *e, int64_t off, unsigned size)
 /* Copies len bytes of the file at va into the frame (template copies). */
 static void mem_copy_in(struct eval *e, int64_t off, uint64_t va, uint64_t len)
 {
-	cp_frame_copy_in(e->f, e->img, off, va, len, e->in ? e->in->address : 0);
+	cp_frame_copy_in(e->f, e->img, off, va, len, e->in ? e->in->addr : 0);
 }
 
 static void mem_fill(struct eval *e, int64_t off, uint8_t byte, uint64_t len)
 {
-	cp_frame_fill(e->f, off, byte, len, e->in ? e->in->address : 0);
+	cp_frame_fill(e->f, off, byte, len, e->in ? e->in->addr : 0);
 }
 
-static bool is_high8(x86_reg r)
+static bool is_high8(ZydisRegister r)
 {
-	return r == X86_REG_AH || r == X86_REG_BH || r == X86_REG_CH || r == X86_REG_DH;
+	return r == ZYDIS_REGISTER_AH || r == ZYDIS_REGISTER_BH || r == ZYDIS_REGISTER_CH || r == ZYDIS_REGISTER_DH;
 }
 
-static struct aval reg_read(struct eval *e, x86_reg r, unsigned size)
+static struct aval reg_read(struct eval *e, ZydisRegister r, unsigned size)
 {
-	int i = cp_reg64(r);
+	int i = cp_zreg64(r);
 	struct aval a;
 
 	if (i < 0 || is_high8(r))
@@ -136,9 +142,9 @@ static struct aval reg_read(struct eval *e, x86_reg r, unsigned size)
 	}
 }
 
-static void reg_write(struct eval *e, x86_reg r, unsigned size, struct aval a)
+static void reg_write(struct eval *e, ZydisRegister r, unsigned size, struct aval a)
 {
-	int i = cp_reg64(r);
+	int i = cp_zreg64(r);
 	struct aval *d;
 
 	if (i < 0)
@@ -149,7 +155,7 @@ static void reg_write(struct eval *e, x86_reg r, unsigned size, struct aval a)
 		d->known &= ~0xff00ull;
 		return;
 	}
-	a.origin = e->in ? e->in->address : 0;
+	a.origin = e->in ? e->in->addr : 0;
 	if (size == 8) {
 		*d = a;
 		return;
@@ -173,44 +179,95 @@ static void reg_write(struct eval *e, x86_reg r, unsigned size, struct aval a)
 	d->origin = a.origin;
 }
 
+/* An operand's size in bytes. An immediate's is the instruction's operand
+ * size: what it makes (push 0x10 pushes 8 bytes; add rsp, 0x10 adds to 8). */
+static unsigned op_size(const struct eval *e, const ZydisDecodedOperand *op)
+{
+	return (op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE ? e->in->in.operand_width : op->size) / 8;
+}
+
+/* Which of the instruction's (at most two) immediates op is. */
+static unsigned op_imm_index(const struct eval *e, const ZydisDecodedOperand *op)
+{
+	return op != &e->in->op[0] && e->in->op[op - e->in->op - 1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE;
+}
+
+/*
+ * An immediate's value as the readers of the immediates were tuned on
+ * (capstone 4's reading): a relative one as the address it names; and,
+ * or, xor and 8-bit operations as their operand-size value; one encoded
+ * as wide as its operation zero-extended (mov eax, 0xffffffff); a shorter
+ * one sign-extended, as the instruction extends it (cmp eax, -1). The
+ * evaluator's arithmetic masks each value to its operation's size, where
+ * all of these readings agree.
+ */
+static uint64_t imm_value(const struct eval *e, const ZydisDecodedOperand *op)
+{
+	const ZydisDecodedInstruction *in = &e->in->in;
+	unsigned osz = in->operand_width, esz = in->raw.imm[op->imm.is_relative ? 0 : op_imm_index(e, op)].size;
+
+	if (op->imm.is_relative)
+		return cp_zimm(e->in, op);
+	if (in->mnemonic == ZYDIS_MNEMONIC_AND || in->mnemonic == ZYDIS_MNEMONIC_OR ||
+	    in->mnemonic == ZYDIS_MNEMONIC_XOR || osz == 8 || esz == osz)
+		return op->imm.value.u & size_mask(osz / 8);
+	return op->imm.value.u;
+}
+
+static bool unindexed(const ZydisDecodedOperand *op)
+{
+	return op->mem.index == ZYDIS_REGISTER_NONE;
+}
+
+static uint64_t rip_addr(const struct eval *e, const ZydisDecodedOperand *op)
+{
+	return cp_znext(e->in) + (uint64_t)op->mem.disp.value;
+}
+
 /* A memory operand's frame offset, when its base is the frame and it has no
  * index register. */
-static bool frame_addr(struct eval *e, const x86_op_mem *m, int64_t *off)
+static bool frame_addr(struct eval *e, const ZydisDecodedOperand *op, int64_t *off)
 {
-	int b = cp_reg64(m->base);
+	int b = cp_zreg64(op->mem.base);
 
-	if (b < 0 || m->index != X86_REG_INVALID || e->reg[b].kind != K_FRAME)
+	if (b < 0 || !unindexed(op) || e->reg[b].kind != K_FRAME)
 		return false;
-	*off = (int64_t)e->reg[b].v + m->disp;
+	*off = (int64_t)e->reg[b].v + op->mem.disp.value;
 	return true;
 }
 
 static void snap_fill(struct eval *e, int64_t off, size_t len);
 static void note_astore(struct eval *e, int64_t off, uint64_t va);
 
-static struct aval read_op(struct eval *e, const cs_x86_op *op)
+/* What an 8-byte (or shorter) read of read-only data at va gives. */
+static struct aval rodata_read(struct eval *e, uint64_t va, unsigned size)
 {
+	const uint8_t *p = cp_image_va_bytes(e->img, va, size);
+	const struct cp_section *s = cp_image_section_at(e->img, va);
+	uint64_t v = 0;
+
+	if (!p || !s || !cp_section_is_rodata(s) || size > 8)
+		return unknown;
+	memcpy(&v, p, size);
+	return bits(v, size_mask(size));
+}
+
+static struct aval read_op(struct eval *e, const ZydisDecodedOperand *op)
+{
+	unsigned size = op_size(e, op);
 	int64_t off;
 
 	switch (op->type) {
-	case X86_OP_IMM:
-		return bits((uint64_t)op->imm, size_mask(op->size));
-	case X86_OP_REG:
-		return reg_read(e, op->reg, op->size);
-	case X86_OP_MEM:
-		if (op->mem.base == X86_REG_RIP && op->mem.index == X86_REG_INVALID) {
-			uint64_t va = cp_x86_rip_addr(e->in, &op->mem), v = 0;
-			const uint8_t *p = cp_image_va_bytes(e->img, va, op->size);
-			const struct cp_section *s = cp_image_section_at(e->img, va);
-
-			if (!p || !s || !cp_section_is_rodata(s) || op->size > 8)
-				return unknown;
-			memcpy(&v, p, op->size);
-			return bits(v, size_mask(op->size));
-		}
-		if (frame_addr(e, &op->mem, &off)) {
-			snap_fill(e, off, op->size);
-			return mem_read(e, off, op->size);
+	case ZYDIS_OPERAND_TYPE_IMMEDIATE:
+		return bits(imm_value(e, op), size_mask(size));
+	case ZYDIS_OPERAND_TYPE_REGISTER:
+		return reg_read(e, op->reg.value, size);
+	case ZYDIS_OPERAND_TYPE_MEMORY:
+		if (cp_zrip(op))
+			return rodata_read(e, rip_addr(e, op), size);
+		if (frame_addr(e, op, &off)) {
+			snap_fill(e, off, size);
+			return mem_read(e, off, size);
 		}
 		return unknown;
 	default:
@@ -218,36 +275,36 @@ static struct aval read_op(struct eval *e, const cs_x86_op *op)
 	}
 }
 
-static void write_op(struct eval *e, const cs_x86_op *op, struct aval a, int imm_off)
+static void write_op(struct eval *e, const ZydisDecodedOperand *op, struct aval a, int imm_off)
 {
 	int64_t off;
 
-	if (op->type == X86_OP_REG)
-		reg_write(e, op->reg, op->size, a);
-	else if (op->type == X86_OP_MEM && frame_addr(e, &op->mem, &off))
-		mem_write(e, off, op->size, a, imm_off);
+	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER)
+		reg_write(e, op->reg.value, op_size(e, op), a);
+	else if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && frame_addr(e, op, &off))
+		mem_write(e, off, op_size(e, op), a, imm_off);
 }
 
-static struct aval logic(unsigned id, struct aval a, struct aval b)
+static struct aval logic(ZydisMnemonic id, struct aval a, struct aval b)
 {
 	uint64_t v, k;
 
 	if (a.kind != K_BITS || b.kind != K_BITS)
 		return unknown;
-	cp_bits_logic(id == X86_INS_AND ? CP_BIT_AND : id == X86_INS_OR ? CP_BIT_OR : CP_BIT_XOR, a.v, a.known, b.v, b.known,
-		      &v, &k);
+	cp_bits_logic(id == ZYDIS_MNEMONIC_AND ? CP_BIT_AND : id == ZYDIS_MNEMONIC_OR ? CP_BIT_OR : CP_BIT_XOR, a.v,
+		      a.known, b.v, b.known, &v, &k);
 	return bits(v, k);
 }
 
-static struct aval arith(unsigned id, struct aval a, struct aval b, unsigned size)
+static struct aval arith(ZydisMnemonic id, struct aval a, struct aval b, unsigned size)
 {
 	int64_t d;
 
 	if (b.kind != K_BITS || b.known != size_mask(size))
 		return unknown;
-	d = id == X86_INS_ADD ? (int64_t)b.v : -(int64_t)b.v;
+	d = id == ZYDIS_MNEMONIC_ADD ? (int64_t)b.v : -(int64_t)b.v;
 	if (size < 8 && (b.v >> (size * 8 - 1)) & 1)
-		d = id == X86_INS_ADD ? (int64_t)(b.v | ~size_mask(size)) : -(int64_t)(b.v | ~size_mask(size));
+		d = id == ZYDIS_MNEMONIC_ADD ? (int64_t)(b.v | ~size_mask(size)) : -(int64_t)(b.v | ~size_mask(size));
 	if (a.kind == K_FRAME || a.kind == K_ADDR) {
 		a.v += (uint64_t)d;
 		return size == 8 ? a : unknown;
@@ -257,100 +314,99 @@ static struct aval arith(unsigned id, struct aval a, struct aval b, unsigned siz
 	return bits((a.v + (uint64_t)d) & size_mask(size), size_mask(size));
 }
 
-/* Offset of the immediate inside the instruction, for patchable stores. */
-static int imm_offset(const cs_insn *in)
-{
-	return in->detail->x86.encoding.imm_offset;
-}
-
 static void note_addr(struct eval *e, uint64_t va)
 {
 	if (!cp_frame_note_addr(e->f, va))
 		e->oom = true;
 }
 
-static void note_addr_store(struct eval *e, const x86_op_mem *m)
+static void note_addr_store(struct eval *e, const ZydisDecodedOperand *op)
 {
-	int b = cp_reg64(m->base);
+	int b = cp_zreg64(op->mem.base);
 
 	if (b >= 0 && e->reg[b].kind == K_ADDR)
-		note_addr(e, e->reg[b].v + (uint64_t)m->disp);
+		note_addr(e, e->reg[b].v + (uint64_t)op->mem.disp.value);
 }
 
-static void do_mov(struct eval *e, const cs_x86 *x, unsigned id)
+static void do_mov(struct eval *e, ZydisMnemonic id)
 {
+	const ZydisDecodedOperand *d = &e->in->op[0], *s = &e->in->op[1];
+	bool stores8 = d->type == ZYDIS_OPERAND_TYPE_MEMORY && op_size(e, d) == 8;
 	struct aval a;
 	int io = 0;
 
-	if (x->op_count != 2)
+	if (e->in->in.operand_count_visible != 2)
 		return;
-	a = read_op(e, &x->operands[1]);
-	if (x->operands[1].type == X86_OP_IMM)
-		io = imm_offset(e->in);
-	if (id == X86_INS_MOVZX && a.kind == K_BITS) {
-		unsigned s = x->operands[1].size;
+	a = read_op(e, s);
+	if (s->type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
+		io = e->in->in.raw.imm[0].offset;
+	if (id == ZYDIS_MNEMONIC_MOVZX && a.kind == K_BITS) {
+		unsigned n = op_size(e, s);
 
-		a = bits(a.v, (a.known & size_mask(s)) | ~size_mask(s));
-	} else if (id == X86_INS_MOVSX || id == X86_INS_MOVSXD) {
+		a = bits(a.v, (a.known & size_mask(n)) | ~size_mask(n));
+	} else if (id == ZYDIS_MNEMONIC_MOVSX || id == ZYDIS_MNEMONIC_MOVSXD) {
 		a = unknown;
-	} else if (x->operands[1].type == X86_OP_IMM) {
-		a = bits((uint64_t)x->operands[1].imm, size_mask(x->operands[0].size));
-		a.imm = e->in->address;
-	} else if (x->operands[1].type != X86_OP_REG) {
+	} else if (s->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+		a = bits(s->imm.value.u, size_mask(op_size(e, d)));
+		a.imm = e->in->addr;
+	} else if (s->type != ZYDIS_OPERAND_TYPE_REGISTER) {
 		a.imm = 0;
 	}
-	if (x->operands[0].type == X86_OP_MEM && x->operands[0].size == 8)
-		note_addr_store(e, &x->operands[0].mem);
-	if (a.kind == K_ADDR && x->operands[0].type == X86_OP_MEM && x->operands[0].size == 8) {
+	if (stores8)
+		note_addr_store(e, d);
+	if (a.kind == K_ADDR && stores8) {
 		int64_t off;
 
-		if (frame_addr(e, &x->operands[0].mem, &off)) {
+		if (frame_addr(e, d, &off)) {
 			note_astore(e, off, a.v);
 			mem_forget(e, off, 8);
 			return;
 		}
 	}
-	write_op(e, &x->operands[0], a, io);
+	write_op(e, d, a, io);
 }
 
-static void do_lea(struct eval *e, const cs_x86 *x)
+/* A lea of read-only data, noted: the string-table loop's candidates. */
+static void note_lea(struct eval *e, uint64_t va)
 {
-	const x86_op_mem *m = &x->operands[1].mem;
+	const struct cp_section *s = cp_image_section_at(e->img, va);
+	struct cp_frame *f = e->f;
+
+	if (!s || !cp_section_is_rodata(s))
+		return;
+	if (CP_GROW(f->leas, f->capleas, f->nleas + 1) || CP_GROW(f->lea_insn, f->capleainsn, f->nleas + 1)) {
+		e->oom = true;
+		return;
+	}
+	f->leas[f->nleas] = va;
+	f->lea_insn[f->nleas++] = e->in->addr;
+}
+
+static void do_lea(struct eval *e)
+{
+	const ZydisDecodedOperand *m = &e->in->op[1];
 	struct aval a = unknown;
+	int b = cp_zreg64(m->mem.base);
 	int64_t off;
-	uint64_t va;
 
-	if (m->base == X86_REG_RIP && m->index == X86_REG_INVALID) {
-		const struct cp_section *s;
-
-		va = cp_x86_rip_addr(e->in, m);
+	if (cp_zrip(m)) {
 		a.kind = K_ADDR;
-		a.v = va;
-		s = cp_image_section_at(e->img, va);
-		if (s && cp_section_is_rodata(s)) {
-			struct cp_frame *f = e->f;
-
-			if (CP_GROW(f->leas, f->capleas, f->nleas + 1) ||
-			    CP_GROW(f->lea_insn, f->capleainsn, f->nleas + 1)) {
-				e->oom = true;
-				return;
-			}
-			f->leas[f->nleas] = va;
-			f->lea_insn[f->nleas++] = e->in->address;
-		}
+		a.v = rip_addr(e, m);
+		note_lea(e, a.v);
+		if (e->oom)
+			return;
 	} else if (frame_addr(e, m, &off)) {
 		a.kind = K_FRAME;
 		a.v = (uint64_t)off;
-	} else if (m->index == X86_REG_INVALID && cp_reg64(m->base) >= 0 &&
-		   e->reg[cp_reg64(m->base)].kind == K_ADDR) {
+	} else if (unindexed(m) && b >= 0 && e->reg[b].kind == K_ADDR) {
 		/* lea rcx, [rbx + 0x10]: an address next to one lea'd before
 		 * (Cython 3.0's string table: &mstate->x for entry after entry) */
 		a.kind = K_ADDR;
-		a.v = e->reg[cp_reg64(m->base)].v + (uint64_t)m->disp;
+		a.v = e->reg[b].v + (uint64_t)m->mem.disp.value;
 	}
 	if (a.kind == K_ADDR)
 		note_addr(e, a.v);
-	reg_write(e, x->operands[0].reg, x->operands[0].size, a);
+	reg_write(e, e->in->op[0].reg.value, op_size(e, &e->in->op[0]), a);
 }
 
 static void push_val(struct eval *e, struct aval a)
@@ -359,15 +415,15 @@ static void push_val(struct eval *e, struct aval a)
 	mem_write(e, (int64_t)e->reg[RSP].v, 8, a, 0);
 }
 
-static void do_pushpop(struct eval *e, const cs_x86 *x, unsigned id)
+static void do_pushpop(struct eval *e, ZydisMnemonic id)
 {
-	if (e->reg[RSP].kind != K_FRAME || x->op_count != 1)
+	if (e->reg[RSP].kind != K_FRAME || e->in->in.operand_count_visible != 1)
 		return;
-	if (id == X86_INS_PUSH) {
-		push_val(e, read_op(e, &x->operands[0]));
+	if (id == ZYDIS_MNEMONIC_PUSH) {
+		push_val(e, read_op(e, &e->in->op[0]));
 		return;
 	}
-	write_op(e, &x->operands[0], mem_read(e, (int64_t)e->reg[RSP].v, 8), 0);
+	write_op(e, &e->in->op[0], mem_read(e, (int64_t)e->reg[RSP].v, 8), 0);
 	e->reg[RSP].v += 8;
 }
 
@@ -379,61 +435,72 @@ static void note_body(struct eval *e)
 	}
 }
 
-static void do_arith(struct eval *e, const cs_x86 *x, unsigned id)
+static void do_arith(struct eval *e, ZydisMnemonic id)
 {
+	const ZydisDecodedOperand *d = &e->in->op[0];
 	struct aval a, b;
 
-	if (x->op_count != 2)
+	if (e->in->in.operand_count_visible != 2)
 		return;
-	a = read_op(e, &x->operands[0]);
-	b = read_op(e, &x->operands[1]);
-	if (x->operands[0].type == X86_OP_REG && cp_reg64(x->operands[0].reg) == RSP) {
+	a = read_op(e, d);
+	b = read_op(e, &e->in->op[1]);
+	if (d->type == ZYDIS_OPERAND_TYPE_REGISTER && cp_zreg64(d->reg.value) == RSP) {
 		a = e->reg[RSP];
-		write_op(e, &x->operands[0], arith(id, a, b, 8), 0);
+		write_op(e, d, arith(id, a, b, 8), 0);
 		/* the prologue's frame allocation defines the body's depth, even
 		 * when a mov came between the pushes */
-		if (id == X86_INS_SUB && !e->body_from_sub && e->reg[RSP].kind == K_FRAME) {
+		if (id == ZYDIS_MNEMONIC_SUB && !e->body_from_sub && e->reg[RSP].kind == K_FRAME) {
 			e->body = (int64_t)e->reg[RSP].v;
 			e->body_set = e->body_from_sub = true;
 		}
 		return;
 	}
-	write_op(e, &x->operands[0], arith(id, a, b, x->operands[0].size), 0);
+	write_op(e, d, arith(id, a, b, op_size(e, d)), 0);
 }
 
-static void do_logic(struct eval *e, const cs_x86 *x, unsigned id)
+static void do_logic(struct eval *e, ZydisMnemonic id)
 {
+	const ZydisDecodedOperand *d = &e->in->op[0], *s = &e->in->op[1];
 	struct aval a, b;
 
-	if (x->op_count != 2)
+	if (e->in->in.operand_count_visible != 2)
 		return;
-	if (id == X86_INS_XOR && x->operands[0].type == X86_OP_REG &&
-	    x->operands[1].type == X86_OP_REG && x->operands[0].reg == x->operands[1].reg) {
-		write_op(e, &x->operands[0], bits(0, ~0ull), 0);
+	if (id == ZYDIS_MNEMONIC_XOR && d->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+	    s->type == ZYDIS_OPERAND_TYPE_REGISTER && d->reg.value == s->reg.value) {
+		write_op(e, d, bits(0, ~0ull), 0);
 		return;
 	}
-	a = read_op(e, &x->operands[0]);
-	b = read_op(e, &x->operands[1]);
-	write_op(e, &x->operands[0], logic(id, a, b), 0);
+	a = read_op(e, d);
+	b = read_op(e, s);
+	write_op(e, d, logic(id, a, b), 0);
 }
 
-static unsigned string_width(unsigned id)
+/* The element width of movs and stos; 0 for anything else (movsd is also
+ * SSE2's scalar move, which is not a string instruction). */
+static unsigned string_width(const struct zin *z)
 {
-	switch (id) {
-	case X86_INS_MOVSB: case X86_INS_STOSB: return 1;
-	case X86_INS_MOVSW: case X86_INS_STOSW: return 2;
-	case X86_INS_MOVSD: case X86_INS_STOSD: return 4;
-	case X86_INS_MOVSQ: case X86_INS_STOSQ: return 8;
+	if (z->in.meta.category != ZYDIS_CATEGORY_STRINGOP)
+		return 0;
+	switch (z->in.mnemonic) {
+	case ZYDIS_MNEMONIC_MOVSB: case ZYDIS_MNEMONIC_STOSB: return 1;
+	case ZYDIS_MNEMONIC_MOVSW: case ZYDIS_MNEMONIC_STOSW: return 2;
+	case ZYDIS_MNEMONIC_MOVSD: case ZYDIS_MNEMONIC_STOSD: return 4;
+	case ZYDIS_MNEMONIC_MOVSQ: case ZYDIS_MNEMONIC_STOSQ: return 8;
 	default: return 0;
 	}
 }
 
-/* rep movs / rep stos into the frame. */
-static void do_string(struct eval *e, const cs_insn *in, unsigned id)
+static bool is_movs(ZydisMnemonic id)
 {
-	unsigned w = string_width(id);
+	return id == ZYDIS_MNEMONIC_MOVSB || id == ZYDIS_MNEMONIC_MOVSW || id == ZYDIS_MNEMONIC_MOVSD ||
+	       id == ZYDIS_MNEMONIC_MOVSQ;
+}
+
+/* rep movs / rep stos into the frame. */
+static void do_string(struct eval *e, unsigned w)
+{
 	struct aval *di = &e->reg[7], *si = &e->reg[6], *cx = &e->reg[1];
-	bool rep = in->detail->x86.prefix[0] == X86_PREFIX_REP;
+	bool rep = (e->in->in.attributes & ZYDIS_ATTRIB_HAS_REP) != 0;
 	uint64_t n = 1;
 
 	if (rep) {
@@ -443,7 +510,7 @@ static void do_string(struct eval *e, const cs_insn *in, unsigned id)
 	}
 	if (di->kind != K_FRAME || n > CP_FRAME_SIZE / w)
 		goto forget;
-	if (id == X86_INS_MOVSB || id == X86_INS_MOVSW || id == X86_INS_MOVSD || id == X86_INS_MOVSQ) {
+	if (is_movs(e->in->in.mnemonic)) {
 		if (si->kind != K_ADDR)
 			goto forget;
 		mem_copy_in(e, (int64_t)di->v, si->v, n * w);
@@ -461,7 +528,7 @@ static void do_string(struct eval *e, const cs_insn *in, unsigned id)
 		*cx = bits(0, ~0ull);
 	return;
 forget:
-	if (di->kind == K_FRAME && n <= CP_FRAME_SIZE / (w ? w : 1))
+	if (di->kind == K_FRAME && n <= CP_FRAME_SIZE / w)
 		mem_forget(e, (int64_t)di->v, (unsigned)(n * w > 32 ? 32 : n * w));
 	*di = unknown;
 	*si = unknown;
@@ -470,14 +537,8 @@ forget:
 
 static void note_astore(struct eval *e, int64_t off, uint64_t va)
 {
-	if (!cp_frame_note_astore(e->f, off, va, e->in->address))
+	if (!cp_frame_note_astore(e->f, off, va, e->in->addr))
 		e->oom = true;
-}
-
-/* What follows each address stored since the last call, as it is now. */
-static void resolve_astores(struct eval *e)
-{
-	cp_frame_resolve_astores(e->f);
 }
 
 static void clobber_call(struct eval *e)
@@ -505,7 +566,7 @@ static void note_arglen(struct eval *e, const char *name)
 		e->oom = true;
 		return;
 	}
-	f->arglens[f->narglens].insn = e->in->address;
+	f->arglens[f->narglens].insn = e->in->addr;
 	f->arglens[f->narglens].len = si->v;
 	f->arglens[f->narglens].set = si->origin;
 	f->arglens[f->narglens].ptr_set = di->origin;
@@ -513,10 +574,19 @@ static void note_arglen(struct eval *e, const char *name)
 	f->narglens++;
 }
 
+/* A direct call's target, else 0. */
+static uint64_t call_target(const struct eval *e)
+{
+	const ZydisDecodedOperand *op = &e->in->op[0];
+
+	return e->in->in.operand_count_visible == 1 && op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE ? cp_zimm(e->in, op)
+												 : 0;
+}
 
 /* Every call, with its argument registers (cp_frame_call). */
-static void note_call(struct eval *e, const cs_x86 *x, const char *name)
+static void note_call(struct eval *e, const char *name)
 {
+	const ZydisDecodedOperand *op = &e->in->op[0];
 	struct cp_frame *f = e->f;
 	struct cp_frame_call *c;
 	int i;
@@ -527,13 +597,11 @@ static void note_call(struct eval *e, const cs_x86 *x, const char *name)
 	}
 	c = &f->calls[f->ncalls++];
 	memset(c, 0, sizeof(*c));
-	c->insn = e->in->address;
+	c->insn = e->in->addr;
 	c->name = name;
-	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
-		c->target = (uint64_t)x->operands[0].imm;
-	else if (x->op_count == 1 && x->operands[0].type == X86_OP_MEM &&
-		 x->operands[0].mem.base == X86_REG_RIP && x->operands[0].mem.index == X86_REG_INVALID)
-		c->name = cp_image_got_name(e->img, cp_x86_rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
+	c->target = call_target(e);
+	if (e->in->in.operand_count_visible == 1 && cp_zrip(op))
+		c->name = cp_image_got_name(e->img, rip_addr(e, op)); /* -fno-plt */
 	for (i = 0; i < 6; i++) {
 		const struct aval *a = &e->reg[cp_x86_64_arg_regs[i]];
 
@@ -546,17 +614,16 @@ static void note_call(struct eval *e, const cs_x86 *x, const char *name)
 }
 
 /* memcpy / memset calls that fill the frame; constant string lengths. */
-static void do_call(struct eval *e, const cs_x86 *x)
+static void do_call(struct eval *e)
 {
-	const char *name = NULL;
+	uint64_t target = call_target(e);
+	const char *name = target ? cp_image_plt_name(e->img, target) : NULL;
 	struct aval *di = &e->reg[7], *si = &e->reg[6], *dx = &e->reg[2];
 
-	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
-		name = cp_image_plt_name(e->img, (uint64_t)x->operands[0].imm);
-	note_call(e, x, name);
+	note_call(e, name);
 	if (name)
 		note_arglen(e, name);
-	resolve_astores(e);
+	cp_frame_resolve_astores(e->f);
 	if (name && di->kind == K_FRAME && dx->kind == K_BITS && dx->known == ~0ull) {
 		if ((!strcmp(name, "memcpy") || !strcmp(name, "memmove")) && si->kind == K_ADDR)
 			mem_copy_in(e, (int64_t)di->v, si->v, dx->v);
@@ -566,61 +633,65 @@ static void do_call(struct eval *e, const cs_x86 *x)
 	clobber_call(e);
 }
 
-static int xmm_index(x86_reg r)
+static int xmm_index(const ZydisDecodedOperand *op)
 {
-	if (r >= X86_REG_XMM0 && r <= X86_REG_XMM15)
-		return (int)(r - X86_REG_XMM0);
+	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER && op->reg.value >= ZYDIS_REGISTER_XMM0 &&
+	    op->reg.value <= ZYDIS_REGISTER_XMM15)
+		return (int)(op->reg.value - ZYDIS_REGISTER_XMM0);
 	return -1;
 }
 
-static bool is_vector_move(unsigned id)
+static bool is_vector_move(ZydisMnemonic id)
 {
 	switch (id) {
-	case X86_INS_MOVDQA: case X86_INS_MOVDQU: case X86_INS_MOVAPS: case X86_INS_MOVUPS:
-	case X86_INS_MOVAPD: case X86_INS_MOVUPD: case X86_INS_LDDQU:
-	case X86_INS_VMOVDQA: case X86_INS_VMOVDQU: case X86_INS_VMOVAPS: case X86_INS_VMOVUPS:
+	case ZYDIS_MNEMONIC_MOVDQA: case ZYDIS_MNEMONIC_MOVDQU: case ZYDIS_MNEMONIC_MOVAPS: case ZYDIS_MNEMONIC_MOVUPS:
+	case ZYDIS_MNEMONIC_MOVAPD: case ZYDIS_MNEMONIC_MOVUPD: case ZYDIS_MNEMONIC_LDDQU:
+	case ZYDIS_MNEMONIC_VMOVDQA: case ZYDIS_MNEMONIC_VMOVDQU: case ZYDIS_MNEMONIC_VMOVAPS:
+	case ZYDIS_MNEMONIC_VMOVUPS:
 		return true;
 	default:
 		return false;
 	}
 }
 
-/* 16-byte moves between .rodata, xmm registers and the frame. */
-static bool do_vector(struct eval *e, const cs_x86 *x)
+/* A 16-byte load into xmm register di from .rodata or the frame. */
+static void vector_load(struct eval *e, int di, const ZydisDecodedOperand *s)
 {
-	const cs_x86_op *d = &x->operands[0], *s = &x->operands[1];
-	int di = d->type == X86_OP_REG ? xmm_index(d->reg) : -1;
-	int si = s->type == X86_OP_REG ? xmm_index(s->reg) : -1;
+	const uint8_t *p = NULL;
+	int64_t o;
+	size_t idx;
+
+	memset(&e->xmm[di], 0, sizeof(e->xmm[di]));
+	if (cp_zrip(s))
+		p = cp_image_va_bytes(e->img, rip_addr(e, s), 16);
+	if (p) {
+		memcpy(e->xmm[di].v, p, 16);
+		memset(e->xmm[di].known, 0xff, 16);
+	} else if (frame_addr(e, s, &o) && frame_index(o, 16, &idx)) {
+		memcpy(e->xmm[di].v, e->f->val + idx, 16);
+		memcpy(e->xmm[di].known, e->f->known + idx, 16);
+	}
+}
+
+/* 16-byte moves between .rodata, xmm registers and the frame. */
+static bool do_vector(struct eval *e)
+{
+	const ZydisDecodedOperand *d = &e->in->op[0], *s = &e->in->op[1];
+	int di = xmm_index(d), si = xmm_index(s);
 	int64_t off;
 
-	if (x->op_count != 2 || d->size != 16)
+	if (e->in->in.operand_count_visible != 2 || op_size(e, d) != 16)
 		return false;
 	if (di >= 0 && si >= 0) {
 		e->xmm[di] = e->xmm[si];
 		return true;
 	}
-	if (di >= 0 && s->type == X86_OP_MEM) {
-		const uint8_t *p = NULL;
-		int64_t o;
-
-		memset(&e->xmm[di], 0, sizeof(e->xmm[di]));
-		if (s->mem.base == X86_REG_RIP && s->mem.index == X86_REG_INVALID)
-			p = cp_image_va_bytes(e->img, cp_x86_rip_addr(e->in, &s->mem), 16);
-		if (p) {
-			memcpy(e->xmm[di].v, p, 16);
-			memset(e->xmm[di].known, 0xff, 16);
-		} else if (frame_addr(e, &s->mem, &o)) {
-			size_t idx;
-
-			if (frame_index(o, 16, &idx)) {
-				memcpy(e->xmm[di].v, e->f->val + idx, 16);
-				memcpy(e->xmm[di].known, e->f->known + idx, 16);
-			}
-		}
+	if (di >= 0 && s->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+		vector_load(e, di, s);
 		return true;
 	}
-	if (si >= 0 && d->type == X86_OP_MEM) {
-		if (frame_addr(e, &d->mem, &off)) {
+	if (si >= 0 && d->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+		if (frame_addr(e, d, &off)) {
 			mem_write_bytes(e, off, e->xmm[si].v, e->xmm[si].known, 16, 0, 0);
 			note_astore(e, off, e->xmm[si].addr[0]);
 			note_astore(e, off + 8, e->xmm[si].addr[1]);
@@ -632,17 +703,18 @@ static bool do_vector(struct eval *e, const cs_x86 *x)
 
 /* movq xmm, r64 and punpcklqdq xmm, xmm: the halves of a 16-byte store
  * (GCC pairs a string-table entry's pointers this way). */
-static bool do_qword_xmm(struct eval *e, const cs_x86 *x, unsigned id)
+static bool do_qword_xmm(struct eval *e, ZydisMnemonic id)
 {
-	const cs_x86_op *d = &x->operands[0], *s = &x->operands[1];
-	int di = x->op_count == 2 && d->type == X86_OP_REG ? xmm_index(d->reg) : -1;
+	const ZydisDecodedOperand *d = &e->in->op[0], *s = &e->in->op[1];
+	int di = e->in->in.operand_count_visible == 2 ? xmm_index(d) : -1;
 	struct xmm *xd;
 
 	if (di < 0)
 		return false;
 	xd = &e->xmm[di];
-	if (id == X86_INS_MOVQ && s->type == X86_OP_REG && s->size == 8 && cp_reg64(s->reg) >= 0) {
-		struct aval a = reg_read(e, s->reg, 8);
+	if (id == ZYDIS_MNEMONIC_MOVQ && s->type == ZYDIS_OPERAND_TYPE_REGISTER && s->size == 64 &&
+	    cp_zreg64(s->reg.value) >= 0) {
+		struct aval a = reg_read(e, s->reg.value, 8);
 		unsigned b;
 
 		memset(xd, 0, sizeof(*xd));
@@ -656,8 +728,8 @@ static bool do_qword_xmm(struct eval *e, const cs_x86 *x, unsigned id)
 			}
 		return true;
 	}
-	if (id == X86_INS_PUNPCKLQDQ && s->type == X86_OP_REG && xmm_index(s->reg) >= 0) {
-		const struct xmm *xs = &e->xmm[xmm_index(s->reg)];
+	if (id == ZYDIS_MNEMONIC_PUNPCKLQDQ && xmm_index(s) >= 0) {
+		const struct xmm *xs = &e->xmm[xmm_index(s)];
 
 		memmove(xd->v + 8, xs->v, 8);
 		memmove(xd->known + 8, xs->known, 8);
@@ -673,106 +745,112 @@ static void snap_fill(struct eval *e, int64_t off, size_t len)
 	cp_frame_snap_fill(e->f, off, len);
 }
 
-static void snapshot(struct eval *e, int64_t base)
-{
-	if (!cp_frame_snapshot(e->f, base))
-		e->oom = true;
-}
-
-static void record_indexed_load(struct eval *e, const cs_x86 *x)
+static void record_indexed_load(struct eval *e)
 {
 	int i;
 
-	for (i = 0; i < x->op_count; i++) {
-		const cs_x86_op *op = &x->operands[i];
-		int b = op->type == X86_OP_MEM ? cp_reg64(op->mem.base) : -1;
+	for (i = 0; i < e->in->in.operand_count_visible; i++) {
+		const ZydisDecodedOperand *op = &e->in->op[i];
+		int b = op->type == ZYDIS_OPERAND_TYPE_MEMORY ? cp_zreg64(op->mem.base) : -1;
 		struct cp_frame *f = e->f;
 		struct cp_frame_load *l;
 
-		if (b < 0 || op->mem.index == X86_REG_INVALID || e->reg[b].kind != K_FRAME)
+		if (b < 0 || unindexed(op) || e->reg[b].kind != K_FRAME)
 			continue;
 		if (CP_GROW(f->loads, f->caploads, f->nloads + 1)) {
 			e->oom = true;
 			return;
 		}
 		l = &f->loads[f->nloads++];
-		l->insn = e->in->address;
-		l->base = (int64_t)e->reg[b].v + op->mem.disp;
-		l->scale = (uint8_t)op->mem.scale;
-		l->width = op->size;
-		if (l->scale == 4)
-			snapshot(e, l->base);
+		l->insn = e->in->addr;
+		l->base = (int64_t)e->reg[b].v + op->mem.disp.value;
+		l->scale = op->mem.scale;
+		l->width = (uint8_t)op_size(e, op);
+		if (l->scale == 4 && !cp_frame_snapshot(f, l->base))
+			e->oom = true;
 	}
 }
 
-static void record_imms(struct eval *e, const cs_x86 *x)
+/* A compared value the code computed (not an immediate), when all its bits
+ * are known. */
+static bool compared_value(struct eval *e, const ZydisDecodedOperand *op, uint64_t *v)
+{
+	unsigned size = op_size(e, op);
+	struct aval a;
+	int64_t off;
+
+	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER)
+		a = reg_read(e, op->reg.value, size);
+	else if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && frame_addr(e, op, &off))
+		/* not read_op: what the decode loop reads first stays as the
+		 * snapshots have it */
+		a = mem_read(e, off, size);
+	else
+		return false;
+	*v = a.v;
+	return a.kind == K_BITS && a.known == size_mask(size);
+}
+
+/* A vector compare, whose immediate is its predicate, not a number
+ * (cmpnlesd). */
+static bool is_vector_compare(ZydisMnemonic id)
+{
+	switch (id) {
+	case ZYDIS_MNEMONIC_CMPSS: case ZYDIS_MNEMONIC_CMPSD: case ZYDIS_MNEMONIC_CMPPS: case ZYDIS_MNEMONIC_CMPPD:
+	case ZYDIS_MNEMONIC_VCMPSS: case ZYDIS_MNEMONIC_VCMPSD: case ZYDIS_MNEMONIC_VCMPPS: case ZYDIS_MNEMONIC_VCMPPD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void record_imms(struct eval *e)
 {
 	struct cp_frame *f = e->f;
+	bool cmp = e->in->in.mnemonic == ZYDIS_MNEMONIC_CMP;
+	uint64_t v;
 	int i;
 
-	for (i = 0; i < x->op_count; i++) {
-		if (x->operands[i].type != X86_OP_IMM || x->operands[i].imm < 0)
-			continue;
-		if (CP_GROW(f->imms, f->capimms, f->nimms + 1) ||
-		    CP_GROW(f->cmps, f->capcmps, f->ncmps + 1)) {
-			e->oom = true;
-			return;
+	for (i = 0; !is_vector_compare(e->in->in.mnemonic) && i < e->in->in.operand_count_visible; i++) {
+		const ZydisDecodedOperand *op = &e->in->op[i];
+
+		if (op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE && (int64_t)(v = imm_value(e, op)) >= 0) {
+			if (CP_GROW(f->imms, f->capimms, f->nimms + 1) || CP_GROW(f->cmps, f->capcmps, f->ncmps + 1)) {
+				e->oom = true;
+				return;
+			}
+			f->imms[f->nimms++] = v;
+			if (cmp)
+				f->cmps[f->ncmps++] = v;
 		}
-		f->imms[f->nimms++] = (uint64_t)x->operands[i].imm;
-		if (e->in->id == X86_INS_CMP)
-			f->cmps[f->ncmps++] = (uint64_t)x->operands[i].imm;
 	}
-	if (e->in->id != X86_INS_CMP)
-		return;
-	for (i = 0; i < x->op_count; i++) {
-		struct aval a;
-
-		if (x->operands[i].type != X86_OP_REG && x->operands[i].type != X86_OP_MEM)
-			continue;
-		if (x->operands[i].type == X86_OP_REG) {
-			a = reg_read(e, x->operands[i].reg, x->operands[i].size);
-		} else {
-			int64_t off;
-
-			/* not read_op: what the decode loop reads first stays as the
-			 * snapshots have it */
-			if (!frame_addr(e, &x->operands[i].mem, &off))
-				continue;
-			a = mem_read(e, off, x->operands[i].size);
-		}
-		if (a.kind != K_BITS || a.known != size_mask(x->operands[i].size))
+	for (i = 0; cmp && i < e->in->in.operand_count_visible; i++) {
+		if (!compared_value(e, &e->in->op[i], &v))
 			continue;
 		if (CP_GROW(f->cmpvals, f->capcmpvals, f->ncmpvals + 1)) {
 			e->oom = true;
 			return;
 		}
-		f->cmpvals[f->ncmpvals++] = a.v;
+		f->cmpvals[f->ncmpvals++] = v;
 	}
 }
 
-static void forget_written(struct eval *e, csh h, const cs_insn *in)
+/* What the instruction writes that step() does not follow is no longer
+ * known: frame bytes through its explicit operands, every register. */
+static void forget_written(struct eval *e)
 {
-	const cs_x86 *x = &in->detail->x86;
-	cs_regs rd, wr;
-	uint8_t nrd = 0, nwr = 0, i;
-	int k;
+	int k, r, v;
 
-	for (k = 0; k < x->op_count; k++) {
+	for (k = 0; k < e->in->in.operand_count; k++) {
+		const ZydisDecodedOperand *op = &e->in->op[k];
 		int64_t off;
 
-		if (x->operands[k].type == X86_OP_MEM && (x->operands[k].access & CS_AC_WRITE) &&
-		    frame_addr(e, &x->operands[k].mem, &off))
-			mem_forget(e, off, x->operands[k].size);
-	}
-	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
-		return;
-	for (i = 0; i < nwr; i++) {
-		int r = cp_reg64((x86_reg)wr[i]);
-		int v = xmm_index((x86_reg)wr[i]);
-
-		if (r >= 0 && r != RSP)
+		if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && k < e->in->in.operand_count_visible &&
+		    (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) && frame_addr(e, op, &off))
+			mem_forget(e, off, op_size(e, op));
+		if ((r = cp_zwritten(op)) >= 0 && r != RSP)
 			e->reg[r] = unknown;
-		if (v >= 0)
+		if ((v = xmm_index(op)) >= 0 && (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
 			memset(&e->xmm[v], 0, sizeof(e->xmm[v]));
 	}
 }
@@ -793,65 +871,101 @@ static void end_block(struct eval *e)
 	}
 }
 
-static void step(struct eval *e, csh h, const cs_insn *in)
+/* The instructions that move values step() follows; false for the rest. */
+static bool step_move(struct eval *e, ZydisMnemonic id)
 {
-	const cs_x86 *x = &in->detail->x86;
-	unsigned id = in->id;
-
-	e->in = in;
-	record_indexed_load(e, x);
-	record_imms(e, x);
-	if (id != X86_INS_PUSH && id != X86_INS_SUB && id != X86_INS_ENDBR64)
-		note_body(e);
 	switch (id) {
-	case X86_INS_MOV: case X86_INS_MOVABS: case X86_INS_MOVZX: case X86_INS_MOVSX:
-	case X86_INS_MOVSXD:
-		do_mov(e, x, id);
-		return;
-	case X86_INS_LEA:
-		do_lea(e, x);
-		return;
-	case X86_INS_PUSH: case X86_INS_POP:
-		do_pushpop(e, x, id);
-		return;
-	case X86_INS_ADD: case X86_INS_SUB:
-		do_arith(e, x, id);
-		return;
-	case X86_INS_AND: case X86_INS_OR: case X86_INS_XOR:
-		do_logic(e, x, id);
-		return;
-	case X86_INS_CALL:
-		do_call(e, x);
-		return;
-	case X86_INS_RET: case X86_INS_JMP: case X86_INS_UD2:
+	case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_MOVZX: case ZYDIS_MNEMONIC_MOVSX: case ZYDIS_MNEMONIC_MOVSXD:
+		do_mov(e, id);
+		return true;
+	case ZYDIS_MNEMONIC_LEA:
+		do_lea(e);
+		return true;
+	case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_POP:
+		do_pushpop(e, id);
+		return true;
+	case ZYDIS_MNEMONIC_ADD: case ZYDIS_MNEMONIC_SUB:
+		do_arith(e, id);
+		return true;
+	case ZYDIS_MNEMONIC_AND: case ZYDIS_MNEMONIC_OR: case ZYDIS_MNEMONIC_XOR:
+		do_logic(e, id);
+		return true;
+	case ZYDIS_MNEMONIC_CALL:
+		do_call(e);
+		return true;
+	case ZYDIS_MNEMONIC_RET: case ZYDIS_MNEMONIC_JMP: case ZYDIS_MNEMONIC_UD2:
 		end_block(e);
-		return;
+		return true;
 	default:
-		break;
+		return false;
 	}
-	if (string_width(id)) {
-		do_string(e, in, id);
-		return;
-	}
-	if (is_vector_move(id) && do_vector(e, x))
-		return;
-	if (do_qword_xmm(e, x, id))
-		return;
-	forget_written(e, h, in);
 }
 
+static void step(struct eval *e, const struct zin *z)
+{
+	ZydisMnemonic id = z->in.mnemonic;
+	unsigned w;
 
+	e->in = z;
+	record_indexed_load(e);
+	record_imms(e);
+	if (id != ZYDIS_MNEMONIC_PUSH && id != ZYDIS_MNEMONIC_SUB && id != ZYDIS_MNEMONIC_ENDBR64)
+		note_body(e);
+	if (step_move(e, id))
+		return;
+	if ((w = string_width(z))) {
+		do_string(e, w);
+		return;
+	}
+	if (is_vector_move(id) && do_vector(e))
+		return;
+	if (do_qword_xmm(e, id))
+		return;
+	forget_written(e);
+}
+
+static void eval_start(struct eval *e, const cp_image *img, struct cp_frame *f, bool seed_args)
+{
+	int i;
+
+	memset(e, 0, sizeof(*e));
+	e->img = img;
+	e->f = f;
+	e->reg[RSP].kind = K_FRAME;
+	for (i = 0; seed_args && i < 6; i++)
+		e->reg[cp_x86_64_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
+}
+
+/* Steps through [start, start + size) of code; a byte that does not decode
+ * ends the block and is stepped over. */
+static void eval_code(struct eval *e, const ZydisDecoder *dec, const uint8_t *code, size_t size, uint64_t start)
+{
+	ZydisDecoderContext ctx;
+	size_t pos = 0;
+	struct zin z;
+
+	while (pos < size && !e->oom) {
+		/* not ZydisDecoderDecodeFull, which clears every operand slot
+		 * first: nothing reads the slots past the instruction's */
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code + pos, size - pos, &z.in)) ||
+		    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &ctx, &z.in, z.op, z.in.operand_count))) {
+			pos++;
+			end_block(e);
+			continue;
+		}
+		z.addr = start + pos;
+		pos += z.in.length;
+		step(e, &z);
+	}
+}
 
 cp_status cp_x86_frame_eval(const cp_image *img, uint64_t start, uint64_t end, bool seed_args,
 			    struct cp_frame *f, cp_error *err)
 {
 	const struct cp_section *s = cp_image_section_at(img, start);
-	struct eval e;
 	const uint8_t *code;
-	size_t size;
-	uint64_t addr = start;
-	cp_dis d = { NULL, NULL }; /* the evaluator decodes through capstone itself */
-	cp_status st;
+	ZydisDecoder dec;
+	struct eval e;
 
 	memset(f, 0, sizeof(*f));
 	if (!s || end <= start || end - start > s->size - (start - s->addr))
@@ -859,35 +973,14 @@ cp_status cp_x86_frame_eval(const cp_image *img, uint64_t start, uint64_t end, b
 	code = cp_image_bytes(img, s->offset + (start - s->addr), end - start);
 	if (!code)
 		return CP_OK;
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+		return cp_fail(err, CP_E_INTERNAL, "%s: the x86-64 decoder did not start", img->path);
 	if (!cp_frame_build_alloc(f))
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
-	st = cp_x86_dis_open(&d, err);
-	if (st)
-		return st;
-	memset(&e, 0, sizeof(e));
-	e.img = img;
-	e.f = f;
-	e.reg[RSP].kind = K_FRAME;
-	if (seed_args) {
-		int i;
-
-		for (i = 0; i < 6; i++)
-			e.reg[cp_x86_64_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
-	}
-	size = end - start;
-	while (size > 0 && !e.oom) {
-		if (!cs_disasm_iter(x86_dis(&d)->handle, &code, &size, &addr, x86_dis(&d)->insn)) {
-			code++;
-			size--;
-			addr++;
-			end_block(&e);
-			continue;
-		}
-		step(&e, x86_dis(&d)->handle, x86_dis(&d)->insn);
-	}
-	cp_x86_dis_close(&d);
+	eval_start(&e, img, f, seed_args);
+	eval_code(&e, &dec, code, end - start, start);
 	if (!e.oom)
-		resolve_astores(&e);
+		cp_frame_resolve_astores(f);
 	if (e.oom)
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	cp_frame_unique(f->imms, &f->nimms);

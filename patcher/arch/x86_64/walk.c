@@ -10,21 +10,13 @@
  * tests/unit/walk_reference.c proves on every corpus and real module that
  * this walk reports what the capstone walk it replaced reported.
  */
-#include "arch/x86_64/x86_64.h"
+#include "arch/x86_64/zydis.h"
 #include "util/error.h"
 
-#include <Zydis/Zydis.h>
 #include <assert.h>
 #include <string.h>
 
 static const int clobbered[9] = { R_RAX, R_RCX, R_RDX, R_RSI, R_RDI, R_R8, R_R9, R_R10, R_R11 };
-
-/* One decoded instruction. */
-struct zin {
-	ZydisDecodedInstruction in;
-	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
-	uint64_t addr;
-};
 
 struct walk {
 	const cp_image *img;
@@ -33,29 +25,6 @@ struct walk {
 	struct cp_val hoisted[16]; /* last address lea'd into each callee-saved register */
 	size_t next_func; /* index into img->func of the next function start */
 };
-
-/* A general register's number (R_RAX...) whatever its width, or -1. Zydis
- * numbers each width's registers in encoding order (the walk meets a
- * register operand in most instructions: arithmetic, not a class lookup). */
-_Static_assert(ZYDIS_REGISTER_R15B - ZYDIS_REGISTER_AL == 19 && ZYDIS_REGISTER_R15W - ZYDIS_REGISTER_AX == 15 &&
-		       ZYDIS_REGISTER_R15D - ZYDIS_REGISTER_EAX == 15 && ZYDIS_REGISTER_R15 - ZYDIS_REGISTER_RAX == 15,
-	       "Zydis's general registers are not in encoding order");
-static int reg64(ZydisRegister r)
-{
-	if (r >= ZYDIS_REGISTER_RAX && r <= ZYDIS_REGISTER_R15)
-		return (int)(r - ZYDIS_REGISTER_RAX);
-	if (r >= ZYDIS_REGISTER_EAX && r <= ZYDIS_REGISTER_R15D)
-		return (int)(r - ZYDIS_REGISTER_EAX);
-	if (r >= ZYDIS_REGISTER_AX && r <= ZYDIS_REGISTER_R15W)
-		return (int)(r - ZYDIS_REGISTER_AX);
-	if (r >= ZYDIS_REGISTER_AL && r <= ZYDIS_REGISTER_BL)
-		return (int)(r - ZYDIS_REGISTER_AL);
-	if (r >= ZYDIS_REGISTER_AH && r <= ZYDIS_REGISTER_BH) /* ah..bh: rax..rbx */
-		return (int)(r - ZYDIS_REGISTER_AH);
-	if (r >= ZYDIS_REGISTER_SPL && r <= ZYDIS_REGISTER_R15B) /* spl, bpl, sil, dil, r8b..r15b */
-		return (int)(r - ZYDIS_REGISTER_SPL) + R_RSP;
-	return -1;
-}
 
 static void reset(struct walk *w)
 {
@@ -85,29 +54,6 @@ static void end_block(struct walk *w)
 			w->reg[r] = w->hoisted[r];
 }
 
-static uint64_t next_addr(const struct zin *z)
-{
-	return z->addr + z->in.length;
-}
-
-/* Its explicit operand of the form [rip + disp]: the address, and which. */
-static bool rip_target(const struct zin *z, uint64_t *target, int *opi)
-{
-	int i;
-
-	for (i = 0; i < z->in.operand_count_visible; i++) {
-		const ZydisDecodedOperand *op = &z->op[i];
-
-		if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->mem.base == ZYDIS_REGISTER_RIP &&
-		    op->mem.index == ZYDIS_REGISTER_NONE) {
-			*target = next_addr(z) + (uint64_t)op->mem.disp.value;
-			*opi = i;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* A near branch's target given in the instruction, when it is. */
 static bool imm_target(const struct zin *z, uint64_t *target)
 {
@@ -115,7 +61,7 @@ static bool imm_target(const struct zin *z, uint64_t *target)
 
 	if (z->in.operand_count_visible != 1 || op->type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
 		return false;
-	*target = op->imm.is_relative ? next_addr(z) + op->imm.value.u : op->imm.value.u;
+	*target = cp_zimm(z, op);
 	return true;
 }
 
@@ -165,7 +111,7 @@ static void branch_target(struct walk *w, const struct zin *z, uint64_t *target,
 	*name = NULL;
 	if (imm_target(z, target))
 		*name = cp_callee_name(w->img, *target);
-	else if (rip_target(z, &t, &opi))
+	else if (cp_zrip_target(z, &t, &opi))
 		*name = cp_image_got_name(w->img, t);
 }
 
@@ -206,7 +152,7 @@ static bool track_based_load(struct walk *w, const struct zin *z, int d)
 {
 	const ZydisDecodedOperand *src = &z->op[1];
 	struct cp_code_ref r;
-	int b = reg64(src->mem.base);
+	int b = cp_zreg64(src->mem.base);
 	uint64_t t;
 
 	if (src->mem.index != ZYDIS_REGISTER_NONE || b < 0 || w->reg[b].kind != CP_V_ADDR)
@@ -232,7 +178,7 @@ static bool track_move(struct walk *w, const struct zin *z, bool has_rip, uint64
 
 	if (z->in.operand_count_visible != 2 || dst->type != ZYDIS_OPERAND_TYPE_REGISTER || dst->size < 32)
 		return false;
-	d = reg64(dst->reg.value);
+	d = cp_zreg64(dst->reg.value);
 	if (d < 0)
 		return false;
 	if (z->in.mnemonic == ZYDIS_MNEMONIC_LEA && has_rip) {
@@ -248,8 +194,8 @@ static bool track_move(struct walk *w, const struct zin *z, bool has_rip, uint64
 		set(w, d, CP_V_IMM, dst->size == 32 ? (uint32_t)src->imm.value.u : src->imm.value.u, z->addr);
 		return true;
 	}
-	if (src->type == ZYDIS_OPERAND_TYPE_REGISTER && reg64(src->reg.value) >= 0) {
-		w->reg[d] = w->reg[reg64(src->reg.value)];
+	if (src->type == ZYDIS_OPERAND_TYPE_REGISTER && cp_zreg64(src->reg.value) >= 0) {
+		w->reg[d] = w->reg[cp_zreg64(src->reg.value)];
 		return true;
 	}
 	if (src->type != ZYDIS_OPERAND_TYPE_MEMORY || dst->size != 64)
@@ -268,23 +214,10 @@ static bool track_zero(struct walk *w, const struct zin *z)
 
 	if (z->in.mnemonic != ZYDIS_MNEMONIC_XOR || z->in.operand_count_visible != 2 ||
 	    a->type != ZYDIS_OPERAND_TYPE_REGISTER || b->type != ZYDIS_OPERAND_TYPE_REGISTER ||
-	    a->reg.value != b->reg.value || reg64(a->reg.value) < 0)
+	    a->reg.value != b->reg.value || cp_zreg64(a->reg.value) < 0)
 		return false;
-	set(w, reg64(a->reg.value), CP_V_IMM, 0, z->addr);
+	set(w, cp_zreg64(a->reg.value), CP_V_IMM, 0, z->addr);
 	return true;
-}
-
-/* A register the operand writes: a register written, or the rsi or rdi a
- * string instruction (movs, cmps, stos...) steps, which Zydis gives as
- * the base of an implied memory operand; else -1. */
-static int written(const ZydisDecodedOperand *op)
-{
-	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER)
-		return op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE ? reg64(op->reg.value) : -1;
-	if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
-	    (op->mem.base == ZYDIS_REGISTER_RSI || op->mem.base == ZYDIS_REGISTER_RDI))
-		return reg64(op->mem.base);
-	return -1;
 }
 
 /* Every register it writes, explicit or implied, is no longer known. */
@@ -293,7 +226,7 @@ static void clear_written(struct walk *w, const struct zin *z)
 	int i, r;
 
 	for (i = 0; i < z->in.operand_count; i++)
-		if ((r = written(&z->op[i])) >= 0)
+		if ((r = cp_zwritten(&z->op[i])) >= 0)
 			w->reg[r].kind = CP_V_UNKNOWN;
 }
 
@@ -318,7 +251,7 @@ static void step(struct walk *w, const struct zin *z)
 {
 	uint64_t target = 0, to;
 	int opi = -1;
-	bool has_rip = rip_target(z, &target, &opi);
+	bool has_rip = cp_zrip_target(z, &target, &opi);
 
 	if (has_rip && !near(z, ZYDIS_MNEMONIC_CALL) && !near(z, ZYDIS_MNEMONIC_JMP))
 		emit_ref(w, z, target, ref_kind(z, opi));
