@@ -214,6 +214,26 @@ static void test_stack(void **state)
 	assert_true(f.stack.write && f.stack.disp == INT32_MIN);
 }
 
+/* What capstone 4 misread (tests/unit/x86_capstone_misreads.h), as the
+ * instructions do it: stores it missed, registers it had written. */
+static void test_writes(void **state)
+{
+	struct cp_insn_facts f;
+
+	facts_of(*state, "\x0f\x11\x44\x24\x28", 5, &f); /* movups [rsp + 0x28], xmm0 */
+	assert_true(f.stack.write && f.stack.disp == 0x28 && f.stack.size == 16 && f.writes == 0);
+	facts_of(*state, "\x0f\x92\x44\x24\xc3", 5, &f); /* setb [rsp - 0x3d] */
+	assert_true(f.stack.write && f.stack.disp == -0x3d && f.stack.size == 1);
+	facts_of(*state, "\xf6\x84\x24\x90\x00\x00\x00\x04", 8, &f); /* test byte [rsp + 0x90], 4 */
+	assert_true(!f.stack.write && f.writes == 0);
+	facts_of(*state, "\xa8\x08", 2, &f); /* test al, 8 */
+	assert_int_equal(f.writes, 0);
+	facts_of(*state, "\x99", 1, &f); /* cdq */
+	assert_int_equal(f.writes, 1u << 2);
+	facts_of(*state, "\xf0\x0f\xb1\x13", 4, &f); /* lock cmpxchg [rbx], edx */
+	assert_int_equal(f.writes, 1u << 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +243,7 @@ int main(void)
 		cmocka_unit_test(test_flow),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_stack),
+		cmocka_unit_test(test_writes),
 	};
 
 	return cmocka_run_group_tests(tests, open_dis, close_dis);

@@ -2,11 +2,12 @@
  * x86_frame_capstone.c - the reference for x86-64's frame evaluator: the
  * capstone evaluator that patcher/arch/x86_64/frame_eval.c (Zydis)
  * replaced, kept as it was but for its entry's name and where capstone 4
- * misreads an instruction (op_written; SSE2's movsd was taken for the
- * string instruction), so that frame_reference.c can prove the two make
+ * misreads an instruction (x86_capstone_misreads.h; SSE2's movsd was
+ * taken for the string instruction), so that frame_reference.c can prove the two make
  * the same frames on every module.
  */
 #include "arch/x86_64/x86_64.h"
+#include "x86_capstone_misreads.h"
 #include "arch/frame_build.h"
 #include "util/error.h"
 
@@ -750,59 +751,35 @@ static void record_imms(struct eval *e, const cs_x86 *x)
 	}
 }
 
-/* Whether operand k is written. Capstone 4's tables have test writing
- * its operands (and cdq and cqo rax), and miss what a few stores write (the
- * memory of movq, movhps, setcc and cmpxchg, cmpxchg's rax); the rest is
- * its operand access. */
-static bool op_written(const cs_insn *in, int k)
-{
-	const cs_x86 *x = &in->detail->x86;
-
-	switch (in->id) {
-	case X86_INS_TEST:
-		return false;
-	case X86_INS_MOVQ: case X86_INS_MOVHPS: case X86_INS_MOVLPS: case X86_INS_MOVHPD: case X86_INS_MOVLPD:
-	case X86_INS_CMPXCHG:
-		return k == 0 || (x->operands[k].access & CS_AC_WRITE);
-	default:
-		if (in->id >= X86_INS_SETAE && in->id <= X86_INS_SETS)
-			return k == 0;
-		return x->operands[k].access & CS_AC_WRITE;
-	}
-}
-
 static void forget_written(struct eval *e, csh h, const cs_insn *in)
 {
 	const cs_x86 *x = &in->detail->x86;
 	cs_regs rd, wr;
 	uint8_t nrd = 0, nwr = 0, i;
+	uint32_t gprs = 0;
 	int k;
 
 	for (k = 0; k < x->op_count; k++) {
 		int64_t off;
 
-		if (x->operands[k].type == X86_OP_MEM && op_written(in, k) && frame_addr(e, &x->operands[k].mem, &off))
+		if (x->operands[k].type == X86_OP_MEM && ref_op_written(in, k) && frame_addr(e, &x->operands[k].mem, &off))
 			mem_forget(e, off, x->operands[k].size);
 	}
-	if (in->id == X86_INS_TEST)
-		return;
-	if (in->id == X86_INS_CDQ || in->id == X86_INS_CQO) { /* write rdx, not rax */
-		e->reg[2] = unknown;
-		return;
-	}
-	if (in->id == X86_INS_CMPXCHG)
-		e->reg[0] = unknown;
 	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
-		return;
+		nwr = 0;
 	for (i = 0; i < nwr; i++) {
 		int r = cp_reg64((x86_reg)wr[i]);
 		int v = xmm_index((x86_reg)wr[i]);
 
-		if (r >= 0 && r != RSP)
-			e->reg[r] = unknown;
+		if (r >= 0)
+			gprs |= 1u << r;
 		if (v >= 0)
 			memset(&e->xmm[v], 0, sizeof(e->xmm[v]));
 	}
+	gprs = ref_regs_written(in, gprs);
+	for (k = 0; k < NREG; k++)
+		if (k != RSP && (gprs >> k & 1))
+			e->reg[k] = unknown;
 }
 
 static void end_block(struct eval *e)

@@ -1,10 +1,13 @@
 /*
- * decode.c - capstone as x86-64's cp_dis (see arch/code.h): opening it,
- * decoding, and the questions asked about the instruction decoded last.
+ * decode.c - x86-64's cp_dis (see arch/code.h): opening it, decoding (Zydis),
+ * and the questions asked about the instruction decoded last, about its
+ * fields and text (capstone, which decodes it again when first asked).
  */
-#include "arch/x86_64/x86_64.h"
+#include "arch/x86_64/zydis.h"
 #include "util/error.h"
 
+#include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +20,10 @@ cp_status cp_x86_dis_open(cp_dis *d, cp_error *err)
 	d->impl = NULL;
 	if (!x)
 		return cp_fail(err, CP_E_INTERNAL, "capstone: out of memory");
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&x->dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64))) {
+		free(x);
+		return cp_fail(err, CP_E_INTERNAL, "the x86-64 decoder did not start");
+	}
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &x->handle) != CS_ERR_OK) {
 		free(x);
 		return cp_fail(err, CP_E_INTERNAL, "capstone: cannot open an x86-64 handle");
@@ -46,7 +53,39 @@ void cp_x86_dis_close(cp_dis *d)
 
 bool cp_x86_dis_next(cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr)
 {
-	return cs_disasm_iter(x86_dis(d)->handle, code, size, addr, x86_dis(d)->insn);
+	struct x86_dis *x = x86_dis(d);
+	ZydisDecoderContext ctx;
+	uint8_t n;
+
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&x->dec, &ctx, *code, *size, &x->z.in)) ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&x->dec, &ctx, &x->z.in, x->z.op, x->z.in.operand_count)))
+		return false;
+	n = x->z.in.length;
+	assert(n <= sizeof(x->bytes) && n <= *size);
+	memcpy(x->bytes, *code, n);
+	x->z.addr = *addr;
+	x->cs = CS_NOT_YET;
+	*code += n;
+	*size -= n;
+	*addr += n;
+	return true;
+}
+
+/* capstone's reading of the instruction decoded last, or NULL where it
+ * reads the bytes as no instruction or as one of another length. */
+static const cs_insn *cs_of(const cp_dis *d)
+{
+	struct x86_dis *x = x86_dis(d);
+
+	if (x->cs == CS_NOT_YET) {
+		const uint8_t *p = x->bytes;
+		size_t n = x->z.in.length;
+		uint64_t a = x->z.addr;
+
+		x->cs = cs_disasm_iter(x->handle, &p, &n, &a, x->insn) && x->insn->size == x->z.in.length ? CS_SAME
+													  : CS_OTHER;
+	}
+	return x->cs == CS_SAME ? x->insn : NULL;
 }
 
 int cp_reg64(x86_reg r)
@@ -114,16 +153,21 @@ void cp_x86_describe(const cs_insn *in, char *buf, size_t n)
 
 void cp_x86_insn_describe(const cp_dis *d, char *buf, size_t n)
 {
-	cp_x86_describe(x86_dis(d)->insn, buf, n);
+	const cs_insn *in = cs_of(d);
+
+	if (in)
+		cp_x86_describe(in, buf, n);
+	else if (n)
+		snprintf(buf, n, "(an instruction capstone reads otherwise)");
 }
 
 /* Only a disp32 is rewritten in place. */
 bool cp_x86_insn_pcrel(const cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64_t *target)
 {
-	const cs_insn *in = x86_dis(d)->insn;
+	const cs_insn *in = cs_of(d);
 	int opi;
 
-	if (!cp_x86_rip_target(in, target, &opi) || !in->detail->x86.encoding.disp_offset ||
+	if (!in || !cp_x86_rip_target(in, target, &opi) || !in->detail->x86.encoding.disp_offset ||
 	    in->detail->x86.encoding.disp_size != 4)
 		return false;
 	*disp_off = in->detail->x86.encoding.disp_offset;
@@ -133,10 +177,13 @@ bool cp_x86_insn_pcrel(const cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64
 
 bool cp_x86_insn_reaches(const cp_dis *d, uint64_t *target)
 {
-	const cs_insn *in = x86_dis(d)->insn;
-	const cs_x86 *x = &in->detail->x86;
+	const cs_insn *in = cs_of(d);
+	const cs_x86 *x;
 	int opi;
 
+	if (!in)
+		return false;
+	x = &in->detail->x86;
 	if ((in->id == X86_INS_CALL || in->id == X86_INS_JMP) && x->op_count == 1 &&
 	    x->operands[0].type == X86_OP_IMM) {
 		*target = (uint64_t)x->operands[0].imm;
@@ -153,27 +200,31 @@ bool cp_x86_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
 	if (!cp_image_function(img, addr, &start, &end) || start != addr)
 		return false;
 	for (i = 0; i < 256 && addr < end && cp_dis_at(d, img, addr); i++) {
-		const cs_insn *in = x86_dis(d)->insn;
-		bool call = cs_insn_group(x86_dis(d)->handle, in, CS_GRP_CALL);
-		bool jmp = in->id == X86_INS_JMP;
+		const cs_insn *in = cs_of(d);
+		bool call, jmp;
 
+		if (!in)
+			return false;
+		call = cs_insn_group(x86_dis(d)->handle, in, CS_GRP_CALL);
+		jmp = in->id == X86_INS_JMP;
 		if (call || jmp) {
 			if (!cp_dis_reaches(d, img, addr, &target))
 				return false; /* through a register */
 			if ((call || target < start || target >= end) && !cp_is_noreturn_name(cp_image_plt_name(img, target)))
 				return false;
 		}
-		addr += x86_dis(d)->insn->size;
+		addr += in->size;
 	}
 	return addr >= end;
 }
 
 bool cp_x86_insn_immediate(const cp_dis *d, uint8_t *imm_off, uint8_t *imm_size, int64_t *value)
 {
-	const cs_x86 *x = &x86_dis(d)->insn->detail->x86;
+	const cs_insn *in = cs_of(d);
+	const cs_x86 *x = in ? &in->detail->x86 : NULL;
 	int i;
 
-	if (!x->encoding.imm_offset || !x->encoding.imm_size)
+	if (!x || !x->encoding.imm_offset || !x->encoding.imm_size)
 		return false;
 	for (i = 0; i < x->op_count; i++)
 		if (x->operands[i].type == X86_OP_IMM) {
@@ -187,12 +238,13 @@ bool cp_x86_insn_immediate(const cp_dis *d, uint8_t *imm_off, uint8_t *imm_size,
 
 bool cp_x86_insn_is_cmp_reg_imm(const cp_dis *d)
 {
-	const cs_insn *in = x86_dis(d)->insn;
-	const cs_x86 *x = &in->detail->x86;
+	const cs_insn *in = cs_of(d);
+	const cs_x86 *x;
 	int r;
 
-	if (in->id != X86_INS_CMP)
+	if (!in || in->id != X86_INS_CMP)
 		return false;
+	x = &in->detail->x86;
 	if (x->op_count != 2 || x->operands[0].type != X86_OP_REG || x->operands[1].type != X86_OP_IMM)
 		return false;
 	r = cp_reg64(x->operands[0].reg);
@@ -201,17 +253,18 @@ bool cp_x86_insn_is_cmp_reg_imm(const cp_dis *d)
 
 unsigned cp_x86_insn_operand_size(const cp_dis *d)
 {
-	const cs_x86 *x = &x86_dis(d)->insn->detail->x86;
+	const cs_insn *in = cs_of(d);
 
-	return x->op_count == 0 ? 0 : x->operands[0].size;
+	return !in || in->detail->x86.op_count == 0 ? 0 : in->detail->x86.operands[0].size;
 }
 
 bool cp_x86_insn_displacement(const cp_dis *d, uint8_t *disp_off, uint8_t *disp_size, int64_t *value)
 {
-	const cs_x86 *x = &x86_dis(d)->insn->detail->x86;
+	const cs_insn *in = cs_of(d);
+	const cs_x86 *x = in ? &in->detail->x86 : NULL;
 	int i;
 
-	if (!x->encoding.disp_offset || !x->encoding.disp_size)
+	if (!x || !x->encoding.disp_offset || !x->encoding.disp_size)
 		return false;
 	for (i = 0; i < x->op_count; i++)
 		if (x->operands[i].type == X86_OP_MEM && x->operands[i].mem.base != X86_REG_RIP &&
@@ -226,5 +279,5 @@ bool cp_x86_insn_displacement(const cp_dis *d, uint8_t *disp_off, uint8_t *disp_
 
 unsigned cp_x86_insn_size(const cp_dis *d)
 {
-	return x86_dis(d)->insn->size;
+	return x86_dis(d)->z.in.length;
 }

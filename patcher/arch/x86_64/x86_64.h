@@ -1,12 +1,14 @@
 /*
- * x86_64.h - what the files of arch/x86_64/ share: capstone's handle behind
- * a cp_dis, the register numbering (0..15, rax..r15 in encoding order) and
+ * x86_64.h - what the files of arch/x86_64/ share: the decoders behind a
+ * cp_dis (Zydis, and capstone for the questions about operand fields and
+ * text), the register numbering (0..15, rax..r15 in encoding order) and
  * the System V argument registers, and the functions target.c puts in
  * cp_arch_x86_64.
  */
 #ifndef CP_ARCH_X86_64_H
 #define CP_ARCH_X86_64_H
 
+#include <Zydis/Zydis.h>
 #include <capstone/capstone.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,10 +19,25 @@
 enum { R_RAX, R_RCX, R_RDX, R_RBX, R_RSP, R_RBP, R_RSI, R_RDI,
        R_R8, R_R9, R_R10, R_R11, R_R12, R_R13, R_R14, R_R15 };
 
-/* What a cp_dis's impl points at: capstone with detail on, for x86-64. */
+/* One instruction decoded by Zydis. */
+struct zin {
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+	uint64_t addr;
+};
+
+/* What a cp_dis's impl points at. Zydis decodes every instruction (the
+ * analyses over branches step through whole functions: facts.c); capstone,
+ * with detail on, decodes the last one again only when a question about
+ * its fields or text is asked (decode.c). */
 struct x86_dis {
+	ZydisDecoder dec;
+	struct zin z;
+	uint8_t bytes[16];   /* z's bytes, for capstone */
 	csh handle;
 	cs_insn *insn;
+	enum { CS_NOT_YET, CS_SAME, CS_OTHER } cs; /* insn: not decoded yet; the
+						    * same instruction; not */
 };
 
 static inline struct x86_dis *x86_dis(const cp_dis *d)

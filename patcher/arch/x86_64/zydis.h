@@ -1,21 +1,12 @@
 /*
- * zydis.h - what the files of arch/x86_64/ that decode with Zydis share
- * (walk.c, frame_eval.c): one decoded instruction and the questions both
- * ask of its operands, asked one way.
+ * zydis.h - what the files of arch/x86_64/ that read Zydis's operands
+ * share (walk.c, frame_eval.c, facts.c): the questions they all ask of an
+ * instruction (struct zin, x86_64.h), asked one way.
  */
 #ifndef CP_ARCH_X86_64_ZYDIS_H
 #define CP_ARCH_X86_64_ZYDIS_H
 
 #include "arch/x86_64/x86_64.h"
-
-#include <Zydis/Zydis.h>
-
-/* One decoded instruction. */
-struct zin {
-	ZydisDecodedInstruction in;
-	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
-	uint64_t addr;
-};
 
 /* A general register's number (R_RAX...) whatever its width, or -1. Zydis
  * numbers each width's registers in encoding order (both passes meet a
