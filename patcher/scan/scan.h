@@ -218,6 +218,7 @@ struct cp_scan {
 	size_t nblobs, capblobs;
 	struct cp_string *strs;
 	size_t nstrs, capstrs;
+	size_t *str_index, str_mask; /* strs by va (scan_result.c) */
 	struct cp_scan_call *calls;
 	size_t ncalls, capcalls;
 	struct cp_xref *xrefs;     /* RIP-relative references into data, by target */
@@ -438,7 +439,10 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 bool cp_ref_is_live(const struct cp_ref *r);
 
 /* scan_result.c: what the passes add to a scan, and the lookups they share. */
-struct cp_string *cp_scan_string_at(cp_scan *s, uint64_t va);
+struct cp_string *cp_scan_string_at(const cp_scan *s, uint64_t va);
+/* A new string at va (none is there yet), zeroed but for va; NULL when
+ * memory is exhausted. */
+struct cp_string *cp_scan_add_string(cp_scan *s, uint64_t va, cp_error *err);
 struct cp_ref *cp_scan_add_ref(cp_scan *s, enum cp_ref_kind kind, cp_error *err);
 cp_status cp_ref_add_site(struct cp_ref *r, const struct cp_site *site, cp_error *err);
 cp_status cp_ref_add_sites(struct cp_ref *r, const struct cp_site *sites, size_t n, cp_error *err);

@@ -505,11 +505,8 @@ static cp_status add_string(cp_scan *s, const struct cp_section *sec, uint64_t s
 		}
 		return CP_OK;
 	}
-	if (CP_GROW(s->strs, s->capstrs, s->nstrs + 1))
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	str = &s->strs[s->nstrs++];
-	memset(str, 0, sizeof(*str));
-	str->va = sec->addr + start;
+	if (!(str = cp_scan_add_string(s, sec->addr + start, err)))
+		return CP_E_INTERNAL;
 	str->off = sec->offset + start;
 	str->len = end - start;
 	str->section = sec->name;
