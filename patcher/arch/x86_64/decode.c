@@ -54,16 +54,13 @@ void cp_x86_dis_close(cp_dis *d)
 bool cp_x86_dis_next(cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr)
 {
 	struct x86_dis *x = x86_dis(d);
-	ZydisDecoderContext ctx;
 	uint8_t n;
 
-	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&x->dec, &ctx, *code, *size, &x->z.in)) ||
-	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&x->dec, &ctx, &x->z.in, x->z.op, x->z.in.operand_count)))
+	if (!cp_zdecode(&x->dec, *code, *size, *addr, &x->z))
 		return false;
 	n = x->z.in.length;
 	assert(n <= sizeof(x->bytes) && n <= *size);
 	memcpy(x->bytes, *code, n);
-	x->z.addr = *addr;
 	x->cs = CS_NOT_YET;
 	*code += n;
 	*size -= n;

@@ -53,7 +53,7 @@ static void flow(const struct zin *z, struct cp_insn_facts *f)
 		f->target = cp_zimm(z, op);
 	} else if (f->flow == CP_FLOW_CALL && z->in.operand_count_visible == 1 && cp_zrip(op)) {
 		f->via_slot = true; /* -fno-plt: call [rip + GOT slot] */
-		f->slot = cp_znext(z) + (uint64_t)op->mem.disp.value;
+		f->slot = cp_zrip_addr(z, op);
 	}
 }
 
@@ -154,11 +154,11 @@ static void moves(const struct zin *z, struct cp_insn_facts *f)
 		return;
 	if (m == ZYDIS_MNEMONIC_LEA && cp_zrip(s)) {
 		f->addr_reg = (int8_t)cp_zreg64(d->reg.value);
-		f->addr_val = cp_znext(z) + (uint64_t)s->mem.disp.value;
+		f->addr_val = cp_zrip_addr(z, s);
 	} else if (m == ZYDIS_MNEMONIC_MOV && d->size == 64 && cp_zrip(s) &&
 		   !(z->in.attributes & ZYDIS_ATTRIB_HAS_SEGMENT)) {
 		f->load_reg = (int8_t)cp_zreg64(d->reg.value);
-		f->load_addr = cp_znext(z) + (uint64_t)s->mem.disp.value;
+		f->load_addr = cp_zrip_addr(z, s);
 	} else if (m == ZYDIS_MNEMONIC_MOV && whole_reg(d) >= 0 && whole_reg(s) >= 0) {
 		f->copy_dst = (int8_t)whole_reg(d);
 		f->copy_src = (int8_t)whole_reg(s);

@@ -219,11 +219,6 @@ static bool unindexed(const ZydisDecodedOperand *op)
 	return op->mem.index == ZYDIS_REGISTER_NONE;
 }
 
-static uint64_t rip_addr(const struct eval *e, const ZydisDecodedOperand *op)
-{
-	return cp_znext(e->in) + (uint64_t)op->mem.disp.value;
-}
-
 /* A memory operand's frame offset, when its base is the frame and it has no
  * index register. */
 static bool frame_addr(struct eval *e, const ZydisDecodedOperand *op, int64_t *off)
@@ -264,7 +259,7 @@ static struct aval read_op(struct eval *e, const ZydisDecodedOperand *op)
 		return reg_read(e, op->reg.value, size);
 	case ZYDIS_OPERAND_TYPE_MEMORY:
 		if (cp_zrip(op))
-			return rodata_read(e, rip_addr(e, op), size);
+			return rodata_read(e, cp_zrip_addr(e->in, op), size);
 		if (frame_addr(e, op, &off)) {
 			snap_fill(e, off, size);
 			return mem_read(e, off, size);
@@ -391,7 +386,7 @@ static void do_lea(struct eval *e)
 
 	if (cp_zrip(m)) {
 		a.kind = K_ADDR;
-		a.v = rip_addr(e, m);
+		a.v = cp_zrip_addr(e->in, m);
 		note_lea(e, a.v);
 		if (e->oom)
 			return;
@@ -601,7 +596,7 @@ static void note_call(struct eval *e, const char *name)
 	c->name = name;
 	c->target = call_target(e);
 	if (e->in->in.operand_count_visible == 1 && cp_zrip(op))
-		c->name = cp_image_got_name(e->img, rip_addr(e, op)); /* -fno-plt */
+		c->name = cp_image_got_name(e->img, cp_zrip_addr(e->in, op)); /* -fno-plt */
 	for (i = 0; i < 6; i++) {
 		const struct aval *a = &e->reg[cp_x86_64_arg_regs[i]];
 
@@ -663,7 +658,7 @@ static void vector_load(struct eval *e, int di, const ZydisDecodedOperand *s)
 
 	memset(&e->xmm[di], 0, sizeof(e->xmm[di]));
 	if (cp_zrip(s))
-		p = cp_image_va_bytes(e->img, rip_addr(e, s), 16);
+		p = cp_image_va_bytes(e->img, cp_zrip_addr(e->in, s), 16);
 	if (p) {
 		memcpy(e->xmm[di].v, p, 16);
 		memset(e->xmm[di].known, 0xff, 16);
@@ -940,20 +935,15 @@ static void eval_start(struct eval *e, const cp_image *img, struct cp_frame *f, 
  * ends the block and is stepped over. */
 static void eval_code(struct eval *e, const ZydisDecoder *dec, const uint8_t *code, size_t size, uint64_t start)
 {
-	ZydisDecoderContext ctx;
 	size_t pos = 0;
 	struct zin z;
 
 	while (pos < size && !e->oom) {
-		/* not ZydisDecoderDecodeFull, which clears every operand slot
-		 * first: nothing reads the slots past the instruction's */
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code + pos, size - pos, &z.in)) ||
-		    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &ctx, &z.in, z.op, z.in.operand_count))) {
+		if (!cp_zdecode(dec, code + pos, size - pos, start + pos, &z)) {
 			pos++;
 			end_block(e);
 			continue;
 		}
-		z.addr = start + pos;
 		pos += z.in.length;
 		step(e, &z);
 	}

@@ -31,6 +31,19 @@ static inline int cp_zreg64(ZydisRegister r)
 	return -1;
 }
 
+/* The instruction at code (n bytes, at addr) with all its operands, the
+ * hidden ones too; false when it does not decode. Not
+ * ZydisDecoderDecodeFull, which clears every operand slot first: nothing
+ * reads the slots past the instruction's. */
+static inline bool cp_zdecode(const ZydisDecoder *dec, const uint8_t *code, size_t n, uint64_t addr, struct zin *z)
+{
+	ZydisDecoderContext ctx;
+
+	z->addr = addr;
+	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code, n, &z->in)) &&
+	       ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &ctx, &z->in, z->op, z->in.operand_count));
+}
+
 static inline uint64_t cp_znext(const struct zin *z)
 {
 	return z->addr + z->in.length;
@@ -43,6 +56,12 @@ static inline bool cp_zrip(const ZydisDecodedOperand *op)
 	       op->mem.index == ZYDIS_REGISTER_NONE;
 }
 
+/* The address a memory operand [rip + disp] of the instruction names. */
+static inline uint64_t cp_zrip_addr(const struct zin *z, const ZydisDecodedOperand *op)
+{
+	return cp_znext(z) + (uint64_t)op->mem.disp.value;
+}
+
 /* Its explicit operand of the form [rip + disp]: the address, and which. */
 static inline bool cp_zrip_target(const struct zin *z, uint64_t *target, int *opi)
 {
@@ -50,7 +69,7 @@ static inline bool cp_zrip_target(const struct zin *z, uint64_t *target, int *op
 
 	for (i = 0; i < z->in.operand_count_visible; i++)
 		if (cp_zrip(&z->op[i])) {
-			*target = cp_znext(z) + (uint64_t)z->op[i].mem.disp.value;
+			*target = cp_zrip_addr(z, &z->op[i]);
 			*opi = i;
 			return true;
 		}
