@@ -16,10 +16,10 @@ static json_t *location(const struct cp_loc *l)
 			 (json_int_t)l->length);
 }
 
-static json_t *site(const struct cp_site *t)
+static json_t *site(const struct cp_site *t, const char *text)
 {
 	json_t *o = json_pack("{s:s, s:I, s:s}", "kind", cp_site_kind_name(t->kind), "address",
-			      (json_int_t)t->addr, "text", t->text);
+			      (json_int_t)t->addr, "text", text);
 
 	if (o && t->len_addr)
 		json_object_set_new(o, t->kind == CP_SITE_INDEX ? "template" : "length_at",
@@ -60,7 +60,7 @@ static json_t *reference(const cp_scan *s, const struct cp_ref *r)
 		json_object_set_new(o, "size", r->size >= 0 ? json_integer(r->size) : json_null());
 	}
 	for (i = 0; i < r->nsites; i++)
-		json_array_append_new(sites, site(&r->sites[i]));
+		json_array_append_new(sites, site(&r->sites[i], r->site_text ? r->site_text[i] : ""));
 	json_object_set_new(o, "sites", sites);
 	return o;
 }

@@ -44,7 +44,7 @@ static void print_ref(FILE *out, const cp_scan *s, const struct cp_ref *r)
 	fputc('\n', out);
 	for (i = 0; i < r->nsites; i++)
 		fprintf(out, "            %-5s %#llx  %s\n", cp_site_kind_name(r->sites[i].kind),
-			(unsigned long long)r->sites[i].addr, r->sites[i].text);
+			(unsigned long long)r->sites[i].addr, r->site_text ? r->site_text[i] : "");
 }
 
 cp_status cp_scan_write_text(const cp_scan *s, FILE *out, int all, cp_error *err)

@@ -327,6 +327,7 @@ void cp_scan_free(cp_scan *s)
 		free(r->package);
 		free(r->pyslots);
 		free(r->sites);
+		free(r->site_text);
 	}
 	for (i = 0; i < s->nblobs; i++) {
 		free(s->blobs[i].data);

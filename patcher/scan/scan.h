@@ -35,12 +35,18 @@ enum cp_site_kind {
 	CP_SITE_INDEX   /* the blob's length index entry */
 };
 
+/* A site's text is made only for a report (cp_scan_describe_sites): a
+ * module like cuda-python's driver has 20,000 sites, copied from string to
+ * reference, and nothing but `show` prints them. */
 struct cp_site {
 	enum cp_site_kind kind;
+	uint32_t detail;    /* RELOC, TABLE: the relocation's type; INDEX: the entry */
 	uint64_t addr;      /* instruction, relocated word, or table entry */
 	uint64_t len_addr;  /* address of a stored length, or 0 */
-	char text[96];
+	uint8_t bits;       /* INDEX: the length field's width, 0 when not told */
 };
+
+#define CP_SITE_TEXT 96
 
 /* Where the referenced bytes are. */
 struct cp_loc {
@@ -57,6 +63,7 @@ struct cp_ref {
 	struct cp_loc loc;
 	struct cp_site *sites;
 	size_t nsites, capsites;
+	char (*site_text)[CP_SITE_TEXT]; /* per site, once described; else NULL */
 	/* function and variable imports */
 	char *name, *signature;
 	uint64_t slot;
@@ -421,8 +428,7 @@ unsigned cp_scan_table_length(const cp_scan *s, const cp_image *img, uint64_t wh
  * string object's slot or a cimported function's slot can be. */
 bool cp_scan_is_data_slot(const cp_scan *s, uint64_t va);
 
-/* scan_code.c: a code site for the instruction at addr (its text is
- * filled in by cp_scan_describe_sites, for a report). */
+/* scan_code.c: a code site for the instruction at addr. */
 void cp_scan_code_site(uint64_t addr, struct cp_site *site);
 
 /* scan_imports.c: the slot a cimported function or variable binds to, from

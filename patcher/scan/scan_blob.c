@@ -1230,9 +1230,8 @@ static cp_status add_blob_ref(cp_scan *s, size_t bi, size_t k, enum cp_ref_kind 
 	site.kind = CP_SITE_INDEX;
 	site.addr = e->cell_insn;
 	site.len_addr = e->cell_va;
-	snprintf(site.text, sizeof(site.text), "length index entry %zu (%u-bit field, %s)", k,
-		 e->is_bytes ? b->bytes_bits : b->str_bits,
-		 e->cell_va ? "copied from a .rodata template" : "an immediate in code");
+	site.detail = (uint32_t)k;
+	site.bits = (uint8_t)(e->is_bytes ? b->bytes_bits : b->str_bits);
 	if (cp_ref_add_site(r, &site, err))
 		return err->code;
 	cp_scan_code_site(b->code, &site);

@@ -583,22 +583,47 @@ void cp_scan_code_site(uint64_t addr, struct cp_site *site)
 	site->addr = addr;
 }
 
-/* A code site's text is the instruction's, decoded only for a report: a
- * module like cuda-python's driver has 20,000 code sites, and nothing but
- * `show` prints them. */
+/* What a report says of a site: a code site's instruction, decoded. */
+static void describe_site(cp_dis *d, const cp_image *img, const struct cp_site *t, char *text, size_t n)
+{
+	text[0] = '\0';
+	switch (t->kind) {
+	case CP_SITE_CODE:
+		cp_dis_describe(d, img, t->addr, text, n);
+		break;
+	case CP_SITE_RELOC:
+		snprintf(text, n, "%s at %#llx", img->arch->reloc_name(t->detail), (unsigned long long)t->addr);
+		break;
+	case CP_SITE_TABLE:
+		snprintf(text, n, "%s at %#llx (string table entry, length follows)",
+			 img->arch->reloc_name(t->detail), (unsigned long long)t->addr);
+		break;
+	case CP_SITE_INDEX:
+		if (!t->bits)
+			snprintf(text, n, "length index entry %u", t->detail);
+		else
+			snprintf(text, n, "length index entry %u (%u-bit field, %s)", t->detail, t->bits,
+				 t->len_addr ? "copied from a .rodata template" : "an immediate in code");
+		break;
+	}
+}
+
 cp_status cp_scan_describe_sites(cp_scan *s, const cp_image *img, cp_error *err)
 {
 	cp_dis d = { NULL, NULL };
 	cp_status st = cp_dis_open(&d, img, err);
 	size_t i, k;
 
-	for (i = 0; !st && i < s->nrefs; i++)
-		for (k = 0; k < s->refs[i].nsites; k++) {
-			struct cp_site *t = &s->refs[i].sites[k];
+	for (i = 0; !st && i < s->nrefs; i++) {
+		struct cp_ref *r = &s->refs[i];
 
-			if (t->kind == CP_SITE_CODE && !t->text[0])
-				cp_dis_describe(&d, img, t->addr, t->text, sizeof(t->text));
-		}
+		free(r->site_text);
+		r->site_text = r->nsites ? malloc(r->nsites * sizeof(*r->site_text)) : NULL;
+		if (r->nsites && !r->site_text)
+			st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		for (k = 0; !st && k < r->nsites; k++)
+			describe_site(&d, img, &r->sites[k], r->site_text[k], sizeof(r->site_text[k]));
+	}
 	cp_dis_close(&d);
 	return st;
 }
@@ -665,8 +690,7 @@ static cp_status add_reloc_site(cp_scan *s, struct cp_string *str, const struct 
 	if (!cp_scan_table_length(s, s->img, r->offset, str->len, &site.len_addr))
 		site.len_addr = 0;
 	site.kind = site.len_addr ? CP_SITE_TABLE : CP_SITE_RELOC;
-	snprintf(site.text, sizeof(site.text), "%s at %#llx%s", s->img->arch->reloc_name(r->type),
-		 (unsigned long long)r->offset, site.len_addr ? " (string table entry, length follows)" : "");
+	site.detail = r->type;
 	if (CP_GROW(str->sites, str->capsites, str->nsites + 1))
 		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	str->sites[str->nsites++] = site;

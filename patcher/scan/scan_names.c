@@ -159,9 +159,7 @@ static int table_names(cp_scan *s, struct names *ns)
 			continue;
 		site.kind = CP_SITE_TABLE;
 		site.addr = r->offset;
-		snprintf(site.text, sizeof(site.text), "%s at %#llx (string table entry, length follows)",
-			 s->img->arch->reloc_name(r->type),
-			 (unsigned long long)r->offset);
+		site.detail = r->type;
 		if (literal_name(s, ns, (uint64_t)r->addend, &site))
 			return -1;
 		if (ns->n && ns->v[ns->n - 1].site.addr == r->offset)
@@ -282,7 +280,7 @@ static int blob_names(cp_scan *s, struct names *ns)
 			memset(&site, 0, sizeof(site));
 			site.kind = CP_SITE_INDEX;
 			site.addr = e->cell_insn;
-			snprintf(site.text, sizeof(site.text), "length index entry %zu", k);
+			site.detail = (uint32_t)k;
 			if (push(ns, (const char *)bl->data + e->offset, e->length, &loc, &site))
 				return -1;
 			if (s->nblobs == 1 && ns->n && ns->v[ns->n - 1].loc.offset == e->offset &&
