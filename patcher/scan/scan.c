@@ -250,6 +250,8 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 		st = skip && skip->code ? cp_scan_code_from(s, skip->code, skip->code_img, skip->full_check, err)
 					: cp_scan_code(s, err);
 	if (!st)
+		cp_scan_frames_guess(s);
+	if (!st)
 		st = cp_scan_blobs(s, err);
 	if (!st)
 		st = cp_scan_strings(s, err);

@@ -334,11 +334,18 @@ bool cp_scan_is_module(const cp_image *img);
 cp_status cp_scan_maps_nothing(const cp_image *img, const cp_rules *rules, bool *nothing, cp_error *err);
 
 /* scan_frames.c: the check's scan starts evaluating, on another thread,
- * the frames of the functions whose frames the input's scan evaluated; the
- * frame of [start, end), made ahead or now (cp_frame_eval), and noted;
- * the end of what was made ahead (cp_scan_free does it). */
+ * the frames of the functions whose frames the input's scan evaluated; a
+ * scan of the input, after its walk, those it guesses its later passes
+ * will evaluate; the frame of [start, end), made ahead or now
+ * (cp_frame_eval), and noted; the end of what was made ahead (cp_scan_free
+ * does it). */
 struct cp_frame;
 void cp_scan_frames_ahead(cp_scan *s);
+void cp_scan_frames_guess(cp_scan *s);
+
+/* scan_threads.c: the threads the scan may run at once (struct cp_scan's
+ * threads, else its cores). */
+unsigned cp_scan_cores(const cp_scan *s);
 cp_status cp_scan_frame(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f, cp_error *err);
 void cp_scan_frames_end(cp_scan *s);
 

@@ -11,6 +11,13 @@
  * evaluation reads only the image, so a frame made ahead is the one that
  * would be made then; one not made ahead is made when needed. At most
  * MAX_AHEAD are made ahead, the largest first (a frame holds about 5 MB).
+ *
+ * A scan of the input guesses instead: right after its walk, it begins the
+ * frames of the large functions that make imports, which its later passes
+ * evaluate most often (Cython 3.0 builds its string table in the module's
+ * exec function, beside the imports). A guess not taken is work on the
+ * core that the single-threaded passes after the walk leave idle; the end
+ * of the scan waits only for the one being made.
  */
 #include "scan/scan.h"
 #include "arch/frame.h"
@@ -20,9 +27,11 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define MAX_AHEAD 4
+#define MIN_GUESS (32u << 10) /* bytes of code: about 1 ms to evaluate */
 
 struct ahead {
 	struct cp_frame_fn fn;
@@ -39,6 +48,7 @@ struct cp_frames_ahead {
 	pthread_cond_t more;   /* done grew */
 	pthread_t thread;
 	bool running;
+	atomic_bool stop;      /* what is not begun yet is not wanted */
 };
 
 static void *evaluate(void *arg)
@@ -48,7 +58,7 @@ static void *evaluate(void *arg)
 	size_t i;
 
 	for (i = 0; i < a->n; i++) {
-		bool made = !cp_frame_eval(a->img, a->f[i].fn.start, a->f[i].fn.end, &a->f[i].frame, &err);
+		bool made = !atomic_load(&a->stop) && !cp_frame_eval(a->img, a->f[i].fn.start, a->f[i].fn.end, &a->f[i].frame, &err);
 
 		pthread_mutex_lock(&a->lock);
 		a->f[i].made = made;
@@ -65,6 +75,7 @@ static void ahead_free(struct cp_frames_ahead *a)
 
 	if (!a)
 		return;
+	atomic_store(&a->stop, true);
 	if (a->running)
 		pthread_join(a->thread, NULL);
 	for (i = 0; i < a->n; i++)
@@ -84,25 +95,25 @@ static int larger_first(const void *x, const void *y)
 	return m > n ? -1 : m < n;
 }
 
-void cp_scan_frames_ahead(cp_scan *s)
+static void start_ahead(cp_scan *s, const struct cp_frame_fn *fns, size_t n)
 {
-	const cp_scan *in = s->skip ? s->skip->code : NULL;
 	struct cp_frames_ahead *a;
 	size_t i;
 
-	if (!in || !in->nframe_fns || !(a = calloc(1, sizeof(*a))))
+	if (!n || !(a = calloc(1, sizeof(*a))))
 		return;
 	a->img = s->img;
+	atomic_init(&a->stop, false);
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->more, NULL);
-	if (!(a->f = calloc(in->nframe_fns, sizeof(*a->f)))) {
+	if (!(a->f = calloc(n, sizeof(*a->f)))) {
 		ahead_free(a);
 		return; /* nothing ahead: each is made when needed */
 	}
-	for (i = 0; i < in->nframe_fns; i++)
-		a->f[i].fn = in->frame_fns[i];
-	qsort(a->f, in->nframe_fns, sizeof(*a->f), larger_first);
-	a->n = in->nframe_fns < MAX_AHEAD ? in->nframe_fns : MAX_AHEAD;
+	for (i = 0; i < n; i++)
+		a->f[i].fn = fns[i];
+	qsort(a->f, n, sizeof(*a->f), larger_first);
+	a->n = n < MAX_AHEAD ? n : MAX_AHEAD;
 	a->running = !cp_cleanup_thread(&a->thread, evaluate, a);
 	if (!a->running) {
 		a->n = 0;
@@ -110,6 +121,36 @@ void cp_scan_frames_ahead(cp_scan *s)
 		return;
 	}
 	s->frames_ahead = a;
+}
+
+void cp_scan_frames_ahead(cp_scan *s)
+{
+	const cp_scan *in = s->skip ? s->skip->code : NULL;
+
+	if (in)
+		start_ahead(s, in->frame_fns, in->nframe_fns);
+}
+
+void cp_scan_frames_guess(cp_scan *s)
+{
+	struct cp_frame_fn fn[MAX_AHEAD];
+	size_t i, k, n = 0;
+	uint64_t start, end;
+
+	if (s->skip || cp_scan_cores(s) < 2)
+		return;
+	for (i = 0; i < s->ncalls && n < MAX_AHEAD; i++) {
+		const char *name = s->calls[i].name;
+
+		if (!name || strncmp(name, "PyImport_", 9) ||
+		    !cp_image_function(s->img, s->calls[i].addr, &start, &end) || end - start < MIN_GUESS)
+			continue;
+		for (k = 0; k < n && fn[k].start != start; k++)
+			;
+		if (k == n)
+			fn[n++] = (struct cp_frame_fn){ start, end };
+	}
+	start_ahead(s, fn, n);
 }
 
 /* The frame made ahead for [start, end), moved into *f, once its

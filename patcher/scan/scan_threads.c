@@ -45,12 +45,19 @@ static uint64_t code_bytes(const cp_scan *s, size_t from, size_t to)
 	return n;
 }
 
+unsigned cp_scan_cores(const cp_scan *s)
+{
+	if (s->threads)
+		return s->threads;
+	return s->cores ? s->cores : cp_cores();
+}
+
 /* How many threads a walk of all of s's code should use (1: its code is
  * too small to share; s->marks made). */
 static unsigned walk_threads_for(const cp_scan *s)
 {
 	uint64_t by_size = code_bytes(s, 0, s->nmarks) / MIN_RUN;
-	unsigned n = s->cores ? s->cores : cp_cores();
+	unsigned n = cp_scan_cores(s);
 
 	if (s->threads)
 		return s->threads;
