@@ -21,15 +21,14 @@
 /* Points every relative relocation of `from` at `to` (addend and word). */
 static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to, const char *what)
 {
-	size_t i;
+	const size_t *rel;
+	size_t i, n = cp_plan_relocs_to(pl, from, &rel);
 	cp_status st;
 
-	for (i = 0; i < pl->img->nrel; i++) {
-		const struct cp_reloc *r = &pl->img->rel[i];
+	for (i = 0; i < n; i++) {
+		const struct cp_reloc *r = &pl->img->rel[rel[i]];
 		uint64_t off;
 
-		if (r->kind != CP_RELOC_RELATIVE || (uint64_t)r->addend != from)
-			continue;
 		if (r->entry_off) {
 			st = cp_plan_add_edit(pl, CP_EDIT_ADDEND, r->entry_off + offsetof(Elf64_Rela, r_addend), &to,
 					      8, r->offset, to, what);
@@ -63,16 +62,16 @@ static cp_status redirect_code(struct planner *pl, uint64_t from, uint64_t span,
 static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen, uint64_t newlen,
 				const char *what)
 {
-	size_t i;
+	const size_t *rel;
+	size_t i, n = cp_plan_relocs_to(pl, va, &rel);
 	cp_status st;
 
-	for (i = 0; i < pl->img->nrel; i++) {
-		const struct cp_reloc *r = &pl->img->rel[i];
+	for (i = 0; i < n; i++) {
+		const struct cp_reloc *r = &pl->img->rel[rel[i]];
 		uint64_t at, off, v = newlen + 1;
 		unsigned width;
 
-		if (r->kind != CP_RELOC_RELATIVE || (uint64_t)r->addend != va ||
-		    !(width = cp_scan_table_length(pl->scan, pl->img, r->offset, oldlen, &at)) ||
+		if (!(width = cp_scan_table_length(pl->scan, pl->img, r->offset, oldlen, &at)) ||
 		    !cp_plan_file_off(pl, at, width, &off))
 			continue;
 		st = cp_plan_add_edit(pl, CP_EDIT_LENGTH, off, &v, width, at, 0, what);
@@ -82,36 +81,34 @@ static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen
 	return CP_OK;
 }
 
+/* Where the NUL-free bytes that run into va begin (va when the byte
+ * before it is a NUL): the earliest address a string running into the one
+ * at va can start at, in its section, at most MAX_NAME - 1 bytes back. */
+static uint64_t run_start(const cp_image *img, uint64_t va)
+{
+	const struct cp_section *sec = cp_image_section_at(img, va);
+	uint64_t lo, k;
+	const uint8_t *p;
+
+	if (!sec)
+		return va;
+	lo = va - sec->addr < MAX_NAME - 1 ? sec->addr : va - (MAX_NAME - 1);
+	k = va - lo;
+	if (!(p = cp_image_va_bytes(img, lo, k)))
+		return va;
+	while (k > 0 && p[k - 1])
+		k--;
+	return lo + k;
+}
+
 /* Whether the string's bytes serve only it: no pointer into its middle
- * (a merged tail) and no referenced string running into it. */
+ * (a merged tail) and no referenced string running into it (it is the
+ * merged tail of another). */
 static bool owns_bytes(const struct planner *pl, uint64_t va, uint64_t len)
 {
-	const cp_scan *s = pl->scan;
-	size_t i;
+	uint64_t from = run_start(pl->img, va);
 
-	for (i = 0; i < s->nxrefs; i++) {
-		uint64_t t = s->xrefs[i].target;
-		const char *p;
-
-		if (t > va && t <= va + len)
-			return false;
-		if (t < va && va - t < MAX_NAME && (p = cp_image_cstring(pl->img, t, va - t + 1)) &&
-		    strlen(p) >= va - t)
-			return false;
-	}
-	for (i = 0; i < pl->img->nrel; i++) {
-		uint64_t t = (uint64_t)pl->img->rel[i].addend;
-		const char *p;
-
-		if (pl->img->rel[i].kind != CP_RELOC_RELATIVE)
-			continue;
-		if (t > va && t <= va + len)
-			return false;
-		if (t < va && va - t < MAX_NAME && (p = cp_image_cstring(pl->img, t, va - t + 1)) &&
-		    strlen(p) >= va - t)
-			return false;
-	}
-	return true;
+	return !cp_plan_pointed_into(pl, va + 1, va + len) && (from == va || !cp_plan_pointed_into(pl, from, va - 1));
 }
 
 static bool already(struct planner *pl, uint64_t va)
@@ -455,7 +452,9 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;
-	st = cp_plan_make_forms(&pl);
+	st = cp_plan_index_pointers(&pl);
+	if (!st)
+		st = cp_plan_make_forms(&pl);
 	if (!st)
 		st = unreported_from_imports(&pl);
 	if (!st)
@@ -483,6 +482,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		cp_frame_free(&pl.code_lengths->f);
 	free(pl.code_lengths);
 	cp_plan_free_forms(&pl);
+	cp_plan_free_pointers(&pl);
 	free(pl.done);
 	free(pl.pending);
 	if (st) {

@@ -7,6 +7,7 @@
  *   plan_blob.c               Cython 3.2+ string blobs, for plan.c
  *   place.c                   where the new space goes; addresses made real
  *   forms.c                   what a name becomes in the target layout
+ *   pointers.c                what points into the data, indexed
  *   edits.c                   the record: edits, appended chunks, expected
  *                             operands, and the plan's invariants
  */
@@ -16,6 +17,7 @@
 #include "plan/plan.h"
 
 struct cp_blob_plan;
+struct cp_plan_pointers;
 
 /* A source-layout name in one of its forms (dotted, path, mangled prefix)
  * and what it becomes in the target layout; made once per plan. */
@@ -41,7 +43,20 @@ struct planner {
 	size_t nforms, capforms;
 	struct cp_derived *pending; /* derived references that must be redirected */
 	size_t npending, cappending;
+	struct cp_plan_pointers *pointers; /* pointers.c: made by cp_plan_make */
 };
+
+/* pointers.c */
+/* Indexes the targets of the scan's code operands and of the image's
+ * relative relocations; cp_plan_free_pointers frees it (also after a
+ * failure). */
+cp_status cp_plan_index_pointers(struct planner *pl);
+void cp_plan_free_pointers(struct planner *pl);
+/* Whether some code operand or relative relocation points into [lo, hi]. */
+bool cp_plan_pointed_into(const struct planner *pl, uint64_t lo, uint64_t hi);
+/* The relative relocations whose addend is va: *rel their indices into
+ * img->rel, in the image's order; how many. */
+size_t cp_plan_relocs_to(const struct planner *pl, uint64_t va, const size_t **rel);
 
 /* edits.c */
 /* An empty plan for layout target (-1: fallback) and its planner. */
