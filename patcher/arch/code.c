@@ -184,16 +184,21 @@ static bool same_section(const struct cp_section *x, const struct cp_section *y)
 	       x->offset == y->offset && x->size == y->size;
 }
 
-/* The end of the highest allocated section. */
-static uint64_t top(const cp_image *img)
+/* Whether [va, va + size) meets none of a's allocated sections: where
+ * what an output adds (the fallback stub's code, data and thunks: above
+ * the image, or in a segment's padding) may lie without changing what the
+ * walk of a's code reads there. */
+static bool outside(const cp_image *a, uint64_t va, uint64_t size)
 {
-	uint64_t t = 0;
 	size_t i;
 
-	for (i = 0; i < img->nsec; i++)
-		if ((img->sec[i].flags & SHF_ALLOC) && img->sec[i].addr + img->sec[i].size > t)
-			t = img->sec[i].addr + img->sec[i].size;
-	return t;
+	for (i = 0; i < a->nsec; i++) {
+		const struct cp_section *s = &a->sec[i];
+
+		if ((s->flags & SHF_ALLOC) && va < s->addr + s->size && s->addr < va + (size ? size : 1))
+			return false;
+	}
+	return true;
 }
 
 /* The next allocated section from *i on (advancing *i past it), or NULL. */
@@ -204,9 +209,9 @@ static const struct cp_section *next_alloc(const cp_image *img, size_t *i)
 	return *i < img->nsec ? &img->sec[(*i)++] : NULL;
 }
 
-/* b's allocated sections are a's, and those it adds lie above all of a's
- * (what is not loaded, the walk does not read). */
-static bool sections_extend(const cp_image *a, const cp_image *b, uint64_t above)
+/* b's allocated sections are a's, and those it adds lie outside all of
+ * a's (what is not loaded, the walk does not read). */
+static bool sections_extend(const cp_image *a, const cp_image *b)
 {
 	size_t i = 0, k = 0;
 	const struct cp_section *x, *y;
@@ -215,17 +220,24 @@ static bool sections_extend(const cp_image *a, const cp_image *b, uint64_t above
 		if (!(y = next_alloc(b, &k)) || !same_section(x, y))
 			return false;
 	while ((y = next_alloc(b, &k)))
-		if (y->addr < above)
+		if (!outside(a, y->addr, y->size))
 			return false;
 	return true;
 }
 
-/* b's function starts are a's, and any it adds lie above all of a's
- * sections. */
-static bool funcs_extend(const cp_image *a, const cp_image *b, uint64_t above)
+/* b's function starts are a's, and any it adds lie outside a's sections
+ * (both lists rise). */
+static bool funcs_extend(const cp_image *a, const cp_image *b)
 {
-	return b->nfunc >= a->nfunc && (!a->nfunc || !memcmp(a->func, b->func, a->nfunc * sizeof(*a->func))) &&
-	       (b->nfunc == a->nfunc || b->func[a->nfunc] >= above);
+	size_t i = 0, k;
+
+	for (k = 0; k < b->nfunc; k++) {
+		if (i < a->nfunc && a->func[i] == b->func[k])
+			i++;
+		else if (!outside(a, b->func[k], 0))
+			return false;
+	}
+	return i == a->nfunc;
 }
 
 static bool same_name(const char *x, const char *y)
@@ -233,10 +245,10 @@ static bool same_name(const char *x, const char *y)
 	return !strcmp(x ? x : "", y ? y : "");
 }
 
-/* y's slots are x's, and any it adds lie above `above` (the stub's thunks
- * read as PLT entries). */
-static bool slots_extend(const struct cp_import_slot *x, size_t nx, const struct cp_import_slot *y, size_t ny,
-			 uint64_t above)
+/* y's slots are x's, and any it adds lie outside a's sections (the stub's
+ * thunks read as PLT entries). */
+static bool slots_extend(const cp_image *a, const struct cp_import_slot *x, size_t nx,
+			 const struct cp_import_slot *y, size_t ny)
 {
 	size_t i;
 
@@ -246,7 +258,7 @@ static bool slots_extend(const struct cp_import_slot *x, size_t nx, const struct
 		if (x[i].addr != y[i].addr || !same_name(x[i].name, y[i].name))
 			return false;
 	for (; i < ny; i++)
-		if (y[i].addr < above)
+		if (!outside(a, y[i].addr, 0))
 			return false;
 	return true;
 }
@@ -266,11 +278,9 @@ static bool same_symbols(const cp_image *a, const cp_image *b)
 
 bool cp_code_walk_tables_same(const cp_image *a, const cp_image *b)
 {
-	uint64_t above = top(a);
-
-	return a->arch == b->arch && sections_extend(a, b, above) && funcs_extend(a, b, above) &&
-	       slots_extend(a->got, a->ngot, b->got, b->ngot, above) &&
-	       slots_extend(a->plt, a->nplt, b->plt, b->nplt, above) && same_symbols(a, b);
+	return a->arch == b->arch && sections_extend(a, b) && funcs_extend(a, b) &&
+	       slots_extend(a, a->got, a->ngot, b->got, b->ngot) && slots_extend(a, a->plt, a->nplt, b->plt, b->nplt) &&
+	       same_symbols(a, b);
 }
 
 bool cp_is_noreturn_name(const char *name)

@@ -224,7 +224,8 @@ cp_status cp_code_walk(const cp_image *img, uint64_t start, uint64_t end,
  * their code bytes are the same it reports the same (for an architecture
  * whose walk is local, struct cp_arch.walk_local): the same allocated
  * sections, function starts, symbols, GOT and PLT slots, but b may add
- * sections above all of a's, and function starts and slots in them. */
+ * sections outside all of a's (above them, or in a segment's padding),
+ * and function starts and slots in them. */
 bool cp_code_walk_tables_same(const cp_image *a, const cp_image *b);
 
 #endif
