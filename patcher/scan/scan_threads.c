@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_RUN (2u << 20) /* bytes of code a thread is worth starting for */
+#define MIN_RUN (1u << 20) /* bytes of code a thread is worth starting for */
 #define MAX_THREADS 8
 
 struct run {
