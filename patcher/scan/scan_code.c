@@ -12,6 +12,7 @@
  */
 #include "scan/scan_walk.h"
 #include "cython/cython.h"
+#include "util/big_array.h"
 #include "util/error.h"
 #include "util/sort.h"
 
@@ -132,7 +133,7 @@ static void add_use(struct cp_walk *c, uint64_t addr, const char *name, uint64_t
 {
 	cp_scan *s = c->s;
 
-	if (CP_GROW(s->uses, s->capuses, s->nuses + 1)) {
+	if (CP_BIG_GROW(s->uses, s->capuses, s->nuses + 1)) {
 		c->oom = true;
 		return;
 	}
@@ -164,7 +165,7 @@ static void add_func_use(struct cp_walk *c, uint64_t addr, uint64_t target, enum
 
 	if (!is_func_start(c, s->img, target))
 		return;
-	if (CP_GROW(s->fuses, s->capfuses, s->nfuses + 1)) {
+	if (CP_BIG_GROW(s->fuses, s->capfuses, s->nfuses + 1)) {
 		c->oom = true;
 		return;
 	}
@@ -192,7 +193,7 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 	add_func_use(c, r->addr, r->target, CP_FUSE_REF, NULL);
 
 	if (r->base) {
-		if (CP_GROW(s->derived, s->capderived, s->nderived + 1)) {
+		if (CP_BIG_GROW(s->derived, s->capderived, s->nderived + 1)) {
 			c->oom = true;
 			return;
 		}
@@ -203,7 +204,7 @@ static void on_ref(void *ctx, const struct cp_code_ref *r)
 	if (r->kind == CP_REF_LEA) {
 		if (!is_data(s->img, r->target))
 			return;
-		if (CP_GROW(s->xrefs, s->capxrefs, s->nxrefs + 1)) {
+		if (CP_BIG_GROW(s->xrefs, s->capxrefs, s->nxrefs + 1)) {
 			c->oom = true;
 			return;
 		}
@@ -287,7 +288,7 @@ static void on_jump(void *ctx, uint64_t addr, uint64_t target)
 
 	enter_to(c, addr);
 
-	if (CP_GROW(s->jumps, s->capjumps, s->njumps + 1)) {
+	if (CP_BIG_GROW(s->jumps, s->capjumps, s->njumps + 1)) {
 		c->oom = true;
 		return;
 	}
@@ -323,7 +324,7 @@ static void on_call(void *ctx, const struct cp_call *call)
 	add_func_use(c, call->addr, call->target, CP_FUSE_CALL, call->arg);
 	if (!wanted_call(call))
 		return;
-	if (CP_GROW(s->calls, s->capcalls, s->ncalls + 1)) {
+	if (CP_BIG_GROW(s->calls, s->capcalls, s->ncalls + 1)) {
 		c->oom = true;
 		return;
 	}
@@ -467,12 +468,12 @@ void cp_scan_free_walk(cp_scan *s)
 		free(s->blocks[i].loads);
 	}
 	free(s->blocks);
-	free(s->calls);
-	free(s->xrefs);
-	free(s->derived);
-	free(s->jumps);
-	free(s->uses);
-	free(s->fuses);
+	CP_BIG_FREE(s->calls, s->capcalls);
+	CP_BIG_FREE(s->xrefs, s->capxrefs);
+	CP_BIG_FREE(s->derived, s->capderived);
+	CP_BIG_FREE(s->jumps, s->capjumps);
+	CP_BIG_FREE(s->uses, s->capuses);
+	CP_BIG_FREE(s->fuses, s->capfuses);
 	free(s->marks);
 }
 
@@ -509,7 +510,7 @@ static bool append(void **dst, size_t *n, size_t *cap, const void *src, size_t f
 
 	if (!k)
 		return true;
-	if (cp_grow(dst, cap, *n + k, size))
+	if (cp_big_grow(dst, cap, *n + k, size))
 		return false;
 	memcpy((char *)*dst + *n * size, (const char *)src + from * size, k * size);
 	*n += k;

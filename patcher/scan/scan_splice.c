@@ -13,6 +13,7 @@
  * and compares, which is how the tests prove it on every module.
  */
 #include "scan/scan_walk.h"
+#include "util/big_array.h"
 #include "util/error.h"
 
 #include <stddef.h>
@@ -72,13 +73,13 @@ static bool taken(const struct spans *again, const struct sorted_list *l, size_t
 
 static bool merge(const struct spans *again, const struct sorted_list *l)
 {
-	size_t i = 0, j = 0, n = 0, m = *l->n, size = l->order->size;
-	char *out = malloc((m + l->nfrom) * size + 1), *mine = *l->dst;
+	size_t i = 0, j = 0, n = 0, m = *l->n, size = l->order->size, cap = 0;
+	char *out = NULL, *mine = *l->dst;
 
-	if (!out)
+	if (cp_big_grow(&out, &cap, m + l->nfrom + 1, size))
 		return false;
 	if (!cp_walk_sort(mine, m, l->order)) {
-		free(out);
+		cp_big_free(out, cap, size);
 		return false;
 	}
 	while (i < l->nfrom || j < m) {
@@ -95,9 +96,10 @@ static bool merge(const struct spans *again, const struct sorted_list *l)
 			memcpy(out + n++ * size, mine + j++ * size, size);
 		}
 	}
-	free(*l->dst);
+	cp_big_free(*l->dst, *l->cap, size);
 	*l->dst = out;
-	*l->n = *l->cap = n;
+	*l->n = n;
+	*l->cap = cap;
 	return true;
 }
 

@@ -15,6 +15,7 @@
 #include "scan/scan_walk.h"
 #include "util/cleanup_on_signal.h"
 #include "util/cores.h"
+#include "util/big_array.h"
 #include "util/error.h"
 
 #include <assert.h>
@@ -133,7 +134,7 @@ static bool take_span(void **dst, size_t *n, size_t *cap, const void *list, size
 			break;
 		if (!take || a < start)
 			continue;
-		if (cp_grow(dst, cap, *n + 1, size))
+		if (cp_big_grow(dst, cap, *n + 1, size))
 			return false;
 		memcpy((char *)*dst + (*n)++ * size, (const char *)list + i * size, size);
 	}
