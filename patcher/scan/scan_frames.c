@@ -26,8 +26,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_AHEAD 4
@@ -58,7 +58,8 @@ static void *evaluate(void *arg)
 	size_t i;
 
 	for (i = 0; i < a->n; i++) {
-		bool made = !atomic_load(&a->stop) && !cp_frame_eval(a->img, a->f[i].fn.start, a->f[i].fn.end, &a->f[i].frame, &err);
+		const struct cp_frame_fn *fn = &a->f[i].fn;
+		bool made = !atomic_load(&a->stop) && !cp_frame_eval(a->img, fn->start, fn->end, &a->f[i].frame, &err);
 
 		pthread_mutex_lock(&a->lock);
 		a->f[i].made = made;
