@@ -385,6 +385,9 @@ def main():
     real = max(glob.glob(os.path.join(CORPUS, "site", "cuda_python-12.6.2.post1", "**", "*.so"), recursive=True),
                key=os.path.getsize)
     exts = [("cuda-python 12.6.2.post1 %s" % os.path.basename(real).split(".")[0], real)]
+    # a Cython 3.1 module of the current layout: its stub goes in a segment's padding
+    newer = glob.glob(os.path.join(CORPUS, "site", "cuda_bindings-12.9", "cuda", "bindings", "runtime.*.so"))[0]
+    exts.append(("cuda-bindings 12.9.4 runtime", newer))
     exts += [("generated, %d functions, %s" % (NFUNCS, "%d MB" % (s >> 20) if s < 1 << 30 else "1 GiB"),
               inputs.consumer_of_size(CORPUS, WORK, NFUNCS, s)) for s in sizes]
     if not a.quick:
@@ -411,7 +414,7 @@ def main():
         inputs.log("benchmarking the batch of consumer wheels")
         batches = [bench_batch("consumer wheels", batch_wheels(scratch), a.runs, scratch)]
         inputs.log("import times")
-        imports = import_times(exts[1][1], 15, scratch)
+        imports = import_times(next(p for label, p in exts if label.startswith("generated")), 15, scratch)
         corpus_imports = corpus_import_table(11)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
