@@ -4,6 +4,7 @@
  */
 #include "arch/frame.h"
 #include "arch/frame_build.h"
+#include "util/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,17 +65,9 @@ bool cp_frame_cell(const struct cp_frame *f, int64_t base, size_t i, unsigned nb
 
 bool cp_frame_has_imm(const struct cp_frame *f, uint64_t v)
 {
-	size_t lo = 0, hi = f->nimms;
+	size_t i = cp_first_key_at_least(f->imms, f->nimms, sizeof(*f->imms), 0, v);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->imms[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < f->nimms && f->imms[lo] == v;
+	return i < f->nimms && f->imms[i] == v;
 }
 
 const struct cp_frame_src *cp_frame_src_at(const struct cp_frame *f, int64_t base, size_t i)

@@ -79,26 +79,10 @@ void cp_plan_free_pointers(struct planner *pl)
 	pl->pointers = NULL;
 }
 
-/* The first target at or above va. */
-static size_t first_target(const struct cp_plan_pointers *p, uint64_t va)
-{
-	size_t lo = 0, hi = p->ntarget;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->target[mid] < va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 bool cp_plan_pointed_into(const struct planner *pl, uint64_t lo, uint64_t hi)
 {
 	const struct cp_plan_pointers *p = pl->pointers;
-	size_t i = first_target(p, lo);
+	size_t i = cp_first_key_at_least(p->target, p->ntarget, sizeof(*p->target), 0, lo);
 
 	return i < p->ntarget && p->target[i] <= hi;
 }
@@ -106,18 +90,9 @@ bool cp_plan_pointed_into(const struct planner *pl, uint64_t lo, uint64_t hi)
 size_t cp_plan_relocs_to(const struct planner *pl, uint64_t va, const size_t **rel)
 {
 	const struct cp_plan_pointers *p = pl->pointers;
-	size_t lo = 0, hi = p->nrel, n;
+	size_t first, n = cp_records_with_key(p->rel, p->nrel, sizeof(*p->rel), offsetof(struct rel_at, addend), va,
+					      &first);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->rel[mid].addend < va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*rel = p->index + lo;
-	for (n = 0; lo + n < p->nrel && p->rel[lo + n].addend == va; n++)
-		;
+	*rel = p->index + first;
 	return n;
 }

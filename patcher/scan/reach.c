@@ -19,7 +19,9 @@
  */
 #include "scan/reach.h"
 #include "arch/code.h"
+#include "util/sort.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,21 +201,12 @@ static bool grow_seen(cp_reach *r)
 /* The decoded instruction at addr (decoding on to it), or -1. */
 static long index_of(cp_reach *r, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t i;
 
 	if (!decode_to(r, addr) || !grow_seen(r))
 		return -1;
-	hi = r->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->in[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < r->n && r->in[lo].addr == addr ? (long)lo : -1;
+	i = cp_first_key_at_least(r->in, r->n, sizeof(*r->in), offsetof(struct insn, addr), addr);
+	return i < r->n && r->in[i].addr == addr ? (long)i : -1;
 }
 
 /* Merges one path's answer into *acc; false once they disagree. */
@@ -247,20 +240,7 @@ static bool push(cp_reach *r, size_t idx, int reg)
 /* The jumps to addr: [*first, *first + n) of r->jumps. */
 static size_t jumps_to(const cp_reach *r, uint64_t addr, size_t *first)
 {
-	size_t lo = 0, hi = r->njumps, n = 0;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->jumps[mid].to < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*first = lo;
-	while (lo + n < r->njumps && r->jumps[lo + n].to == addr)
-		n++;
-	return n;
+	return cp_records_with_key(r->jumps, r->njumps, sizeof(*r->jumps), offsetof(struct cp_jump, to), addr, first);
 }
 
 /* The location (NREG + i) of stack slot [sp + d] in this question, or -1

@@ -561,20 +561,7 @@ bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
 
 size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first)
 {
-	size_t lo = 0, hi = s->nxrefs, n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->xrefs[mid].target < va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*first = lo;
-	for (n = 0; lo + n < s->nxrefs && s->xrefs[lo + n].target == va; n++)
-		;
-	return n;
+	return cp_records_with_key(s->xrefs, s->nxrefs, sizeof(*s->xrefs), offsetof(struct cp_xref, target), va, first);
 }
 
 void cp_scan_code_site(uint64_t addr, struct cp_site *site)
@@ -666,20 +653,7 @@ static int by_va(const void *a, const void *b)
 /* The strings at exactly va: [*first, *first + n) of idx (sorted by_va). */
 static size_t strings_at(const struct str_at *idx, size_t nidx, uint64_t va, size_t *first)
 {
-	size_t lo = 0, hi = nidx, n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (idx[mid].va < va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*first = lo;
-	for (n = 0; lo + n < nidx && idx[lo + n].va == va; n++)
-		;
-	return n;
+	return cp_records_with_key(idx, nidx, sizeof(*idx), offsetof(struct str_at, va), va, first);
 }
 
 static cp_status add_reloc_site(cp_scan *s, struct cp_string *str, const struct cp_reloc *r, cp_error *err)

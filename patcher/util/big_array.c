@@ -2,6 +2,7 @@
  * big_array.c - growable arrays of many records (see big_array.h).
  */
 #include "util/big_array.h"
+#include "util/error.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,13 +39,7 @@ int cp_big_grow(void *array, size_t *cap, size_t need, size_t size)
 
 	if (need <= *cap)
 		return 0;
-	ncap = *cap ? *cap : 8;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return -1;
-		ncap *= 2;
-	}
-	if (ncap > (SIZE_MAX - HUGE_PAGE) / size)
+	if (!(ncap = cp_grow_capacity(*cap, need, size, HUGE_PAGE)))
 		return -1;
 	bytes = ncap * size;
 	if (bytes <= CP_BIG_ARRAY)

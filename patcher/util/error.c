@@ -35,6 +35,18 @@ cp_status cp_fail_about_member(cp_error *err, cp_status st, const char *file, co
 	return st;
 }
 
+size_t cp_grow_capacity(size_t cap, size_t need, size_t size, size_t slack)
+{
+	size_t ncap = cap ? cap : 8;
+
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return 0;
+		ncap *= 2;
+	}
+	return ncap > (SIZE_MAX - slack) / size ? 0 : ncap;
+}
+
 int cp_grow(void *array, size_t *cap, size_t need, size_t size)
 {
 	void **p = array;
@@ -43,13 +55,7 @@ int cp_grow(void *array, size_t *cap, size_t need, size_t size)
 
 	if (need <= *cap)
 		return 0;
-	ncap = *cap ? *cap : 8;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return -1;
-		ncap *= 2;
-	}
-	if (ncap > SIZE_MAX / size)
+	if (!(ncap = cp_grow_capacity(*cap, need, size, 0)))
 		return -1;
 	n = realloc(*p, ncap * size);
 	if (!n)

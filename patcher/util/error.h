@@ -12,6 +12,10 @@
  * would overflow (the array is then unchanged).
  */
 int cp_grow(void *array, size_t *cap, size_t need, size_t size);
+/* The capacity cp_grow gives an array of cap records that must hold need:
+ * doubled from cap (8 when 0) until it does; 0 when the bytes of records
+ * of `size`, plus `slack`, would overflow. */
+size_t cp_grow_capacity(size_t cap, size_t need, size_t size, size_t slack);
 
 /*
  * err, about `file` (a member of `wheel` unpacked to a private path), made

@@ -30,6 +30,33 @@ bool cp_sorted_by_key(const void *base, size_t n, size_t size, size_t key_off)
 	return true;
 }
 
+size_t cp_first_key_at_least(const void *base, size_t n, size_t size, size_t key_off, uint64_t key)
+{
+	const char *p = base;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_at(p + mid * size, key_off) < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+size_t cp_records_with_key(const void *base, size_t n, size_t size, size_t key_off, uint64_t key, size_t *first)
+{
+	const char *p = base;
+	size_t i = cp_first_key_at_least(base, n, size, key_off, key), k = 0;
+
+	*first = i;
+	while (i + k < n && key_at(p + (i + k) * size, key_off) == key)
+		k++;
+	return k;
+}
+
 /* One counting pass on the digit at shift: from src into dst. */
 static void pass(const char *src, char *dst, size_t n, size_t size, size_t key_off, unsigned shift,
 		 size_t *count)

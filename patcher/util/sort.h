@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Orders n records of size bytes at base by the uint64_t at key_off in
  * each, keeping the order of records with equal keys (LSD radix sort, 16
@@ -17,5 +18,11 @@ bool cp_sort_by_key(void *base, size_t n, size_t size, size_t key_off);
 
 /* Whether the records are in order of that key already. */
 bool cp_sorted_by_key(const void *base, size_t n, size_t size, size_t key_off);
+
+/* In records in order of that key: the first whose key is at least key
+ * (n when none is); the records whose key is key, [*first, *first +
+ * the count returned). */
+size_t cp_first_key_at_least(const void *base, size_t n, size_t size, size_t key_off, uint64_t key);
+size_t cp_records_with_key(const void *base, size_t n, size_t size, size_t key_off, uint64_t key, size_t *first);
 
 #endif

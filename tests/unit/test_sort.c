@@ -3,7 +3,8 @@
  * (key, original position), which is what a stable sort by key must give.
  * Records of several sizes with the key at several offsets; keys dense
  * (many equal: stability shows), spread over 16, 32 and 64 bits (one to
- * four radix passes), and counts on both sides of the insertion-sort cut.
+ * four radix passes), and counts on both sides of the insertion-sort cut;
+ * and the lookups by key in sorted records, against a linear pass.
  */
 #include <setjmp.h>
 #include <stdbool.h>
@@ -125,6 +126,36 @@ static void test_sorted_and_reversed(void **state)
 	assert_int_equal(rec[0][1], 998);
 }
 
+/* The lookups against a linear pass, for every key around those present:
+ * records of 24 bytes, the key at offset 8, keys 0, 2, 4 ... with runs of
+ * equal ones, and an empty list. */
+static void test_lookups(void **state)
+{
+	uint64_t rec[300][3];
+	size_t n, i, first, count, want_first, want_count;
+	uint64_t key;
+
+	(void)state;
+	for (n = 0; n <= 300; n += 37) {
+		for (i = 0; i < n; i++) {
+			rec[i][0] = i;
+			rec[i][1] = 2 * (i / 3); /* three of each even key */
+			rec[i][2] = ~(uint64_t)i;
+		}
+		for (key = 0; key < 2 * (n / 3) + 4; key++) {
+			for (want_first = 0; want_first < n && rec[want_first][1] < key; want_first++)
+				;
+			for (want_count = 0; want_first + want_count < n && rec[want_first + want_count][1] == key;
+			     want_count++)
+				;
+			assert_int_equal(cp_first_key_at_least(rec, n, sizeof(rec[0]), 8, key), want_first);
+			count = cp_records_with_key(rec, n, sizeof(rec[0]), 8, key, &first);
+			assert_int_equal(first, want_first);
+			assert_int_equal(count, want_count);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +163,7 @@ int main(void)
 		cmocka_unit_test(test_dense_keys),
 		cmocka_unit_test(test_wide_keys),
 		cmocka_unit_test(test_sorted_and_reversed),
+		cmocka_unit_test(test_lookups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
