@@ -7,7 +7,10 @@
  * mangled prefix (__pyx_t_4cuda_8bindings_8cydriver_). A match counts when
  * it stands on name boundaries; its enclosing C string becomes a candidate,
  * and so does the needle itself when the linker merged it as the tail of a
- * longer string and code points at the tail.
+ * longer string and code or a relocation points at the tail: then it is a
+ * C string of its own, whatever stands before it ("see cuda.bindings.x"
+ * or "Xcuda.bindings.x" in the user's code, and the import's literal in
+ * Cython's, one tail merged into the other).
  *
  * cp_scan_strings_anywhere asks the cheaper question first: whether any
  * needle, or any mapped module's package as a whole C string, is anywhere
@@ -17,6 +20,7 @@
 #include "util/error.h"
 #include "util/find.h"
 #include "util/names.h"
+#include "util/sort.h"
 
 #include <elf.h>
 #include <stdint.h>
@@ -520,26 +524,68 @@ static cp_status add_string(cp_scan *s, const struct cp_section *sec, uint64_t s
 	return CP_OK;
 }
 
+/* The addends of the image's relative relocations, sorted, made when a
+ * merged tail first needs them. */
+struct addends {
+	uint64_t *v;
+	size_t n;
+	bool made;
+};
+
+static bool sort_addends(const cp_image *img, struct addends *a)
+{
+	size_t i;
+
+	a->made = true;
+	if (!(a->v = malloc((img->nrel + 1) * sizeof(*a->v))))
+		return false;
+	for (i = 0; i < img->nrel; i++)
+		if (img->rel[i].kind == CP_RELOC_RELATIVE)
+			a->v[a->n++] = (uint64_t)img->rel[i].addend;
+	return cp_sort_by_key(a->v, a->n, sizeof(*a->v), 0);
+}
+
+/* Whether an instruction or a relative relocation points at va. */
+static int pointed_at(const cp_scan *s, struct addends *a, uint64_t va)
+{
+	size_t first;
+
+	if (cp_scan_xrefs_to(s, va, &first))
+		return 1;
+	if (!a->made && !sort_addends(s->img, a))
+		return -1;
+	return cp_records_with_key(a->v, a->n, sizeof(*a->v), 0, va, &first) > 0;
+}
+
+/* The needle at pos, a module's name whose NUL ends its C string, as a
+ * string of its own where something points at it (a merged tail). */
+static cp_status merged_tail(cp_scan *s, const struct cp_section *sec, const uint8_t *d, size_t pos,
+			     const struct needle *n, struct addends *a, cp_error *err)
+{
+	int at;
+
+	if (n->form != N_MODULE || pos == 0 || !d[pos - 1] || sec->size - pos <= n->len || d[pos + n->len])
+		return CP_OK;
+	at = pointed_at(s, a, sec->addr + pos);
+	if (at < 0)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	return at ? add_string(s, sec, pos, pos + n->len, pos, n, err) : CP_OK;
+}
+
 /* One match: its enclosing C string, and the needle as a merged tail. */
 static cp_status on_match(cp_scan *s, const struct cp_section *sec, const uint8_t *d,
-			  size_t pos, const struct needle *n, cp_error *err)
+			  size_t pos, const struct needle *n, struct addends *a, cp_error *err)
 {
-	size_t start = pos, end;
+	size_t start = pos;
 	const uint8_t *nul = memchr(d + pos, 0, sec->size - pos);
-	size_t first;
 	cp_status st;
 
 	if (!nul)
 		return CP_OK;
-	end = (size_t)(nul - d);
 	while (start > 0 && d[start - 1] != 0)
 		start--;
-	st = add_string(s, sec, start, end, pos, n, err);
-	if (st || start == pos || end != pos + n->len || n->form != N_MODULE)
-		return st;
-	if (cp_scan_xrefs_to(s, sec->addr + pos, &first) == 0)
-		return CP_OK;
-	return add_string(s, sec, pos, end, pos, n, err);
+	st = add_string(s, sec, start, (size_t)(nul - d), pos, n, err);
+	return st ? st : merged_tail(s, sec, d, pos, n, a, err);
 }
 
 static int add_match(struct matches *ms, size_t needle, size_t pos)
@@ -659,7 +705,7 @@ static int find_all(cp_scan *s, const struct cp_section *sec, const struct needl
 }
 
 static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
-			      const struct needles *ns, cp_error *err)
+			      const struct needles *ns, struct addends *a, cp_error *err)
 {
 	const uint8_t *d = cp_image_bytes(s->img, sec->offset, sec->size);
 	struct matches ms = { NULL, 0, 0 };
@@ -676,11 +722,11 @@ static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
 		const struct needle *n = &ns->v[ms.v[i].needle];
 		size_t pos = ms.v[i].pos;
 
-		if (!on_boundary(n, d, sec->size, pos) ||
-		    cp_in_blob(s, sec->addr + pos, n->len) ||
-		    cp_image_in_fallback(s->img, sec->addr + pos))
+		if (cp_in_blob(s, sec->addr + pos, n->len) || cp_image_in_fallback(s->img, sec->addr + pos))
 			continue;
-		st = on_match(s, sec, d, pos, n, err);
+		/* off a name's boundary, only a tail something points at counts */
+		st = on_boundary(n, d, sec->size, pos) ? on_match(s, sec, d, pos, n, a, err)
+						       : merged_tail(s, sec, d, pos, n, a, err);
 	}
 	free(ms.v);
 	return st;
@@ -689,6 +735,7 @@ static cp_status scan_section(cp_scan *s, const struct cp_section *sec,
 cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 {
 	struct needles ns = { NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0 };
+	struct addends a = { NULL, 0, false };
 	cp_status st = CP_OK;
 	size_t i;
 
@@ -700,9 +747,10 @@ cp_status cp_scan_strings(cp_scan *s, cp_error *err)
 		const struct cp_section *sec = &s->img->sec[i];
 
 		if (cp_section_is_data(sec))
-			st = scan_section(s, sec, &ns, err);
+			st = scan_section(s, sec, &ns, &a, err);
 	}
 	needles_free(&ns);
+	free(a.v);
 	return st;
 }
 
