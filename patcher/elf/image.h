@@ -101,6 +101,18 @@ cp_status cp_elf_read(cp_image *img, cp_error *err);
 /* relocs.c: dynamic relocations, dynamic symbol names, GOT and PLT maps. */
 cp_status cp_relocs_read(cp_image *img, cp_error *err);
 
+/* A relative relocation by what it points at: its addend, and its index
+ * in img->rel. */
+struct cp_reloc_at {
+	uint64_t addend;
+	size_t i;
+};
+
+/* The image's relative relocations sorted by addend, those of one addend
+ * in the image's order: a new array (*n entries) the caller frees, or
+ * NULL when out of memory. */
+struct cp_reloc_at *cp_image_relatives_by_addend(const cp_image *img, size_t *n);
+
 /* fallback_view.c: a fallback stub context, whose entry thunks then count
  * as PLT entries of the functions they stand for. */
 cp_status cp_fallback_read(cp_image *img, cp_error *err);

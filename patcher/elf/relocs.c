@@ -6,8 +6,10 @@
  */
 #include "elf/image.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,4 +327,24 @@ cp_status cp_relocs_read(cp_image *img, cp_error *err)
 	if (!st && img->nplt)
 		qsort(img->plt, img->nplt, sizeof(*img->plt), by_addr);
 	return st;
+}
+
+struct cp_reloc_at *cp_image_relatives_by_addend(const cp_image *img, size_t *n)
+{
+	struct cp_reloc_at *v = malloc((img->nrel + 1) * sizeof(*v));
+	size_t i;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (i = 0; i < img->nrel; i++)
+		if (img->rel[i].kind == CP_RELOC_RELATIVE)
+			v[(*n)++] = (struct cp_reloc_at){ (uint64_t)img->rel[i].addend, i };
+	/* stable: equal addends keep the image's order */
+	if (!cp_sort_by_key(v, *n, sizeof(*v), offsetof(struct cp_reloc_at, addend))) {
+		free(v);
+		*n = 0;
+		return NULL;
+	}
+	return v;
 }

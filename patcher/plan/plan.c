@@ -21,12 +21,12 @@
 /* Points every relative relocation of `from` at `to` (addend and word). */
 static cp_status redirect_relocs(struct planner *pl, uint64_t from, uint64_t to, const char *what)
 {
-	const size_t *rel;
+	const struct cp_reloc_at *rel;
 	size_t i, n = cp_plan_relocs_to(pl, from, &rel);
 	cp_status st;
 
 	for (i = 0; i < n; i++) {
-		const struct cp_reloc *r = &pl->img->rel[rel[i]];
+		const struct cp_reloc *r = &pl->img->rel[rel[i].i];
 		uint64_t off;
 
 		if (r->entry_off) {
@@ -62,12 +62,12 @@ static cp_status redirect_code(struct planner *pl, uint64_t from, uint64_t span,
 static cp_status update_lengths(struct planner *pl, uint64_t va, uint64_t oldlen, uint64_t newlen,
 				const char *what)
 {
-	const size_t *rel;
+	const struct cp_reloc_at *rel;
 	size_t i, n = cp_plan_relocs_to(pl, va, &rel);
 	cp_status st;
 
 	for (i = 0; i < n; i++) {
-		const struct cp_reloc *r = &pl->img->rel[rel[i]];
+		const struct cp_reloc *r = &pl->img->rel[rel[i].i];
 		uint64_t at, off, v = newlen + 1;
 		unsigned width;
 

@@ -54,9 +54,9 @@ cp_status cp_plan_index_pointers(struct planner *pl);
 void cp_plan_free_pointers(struct planner *pl);
 /* Whether some code operand or relative relocation points into [lo, hi]. */
 bool cp_plan_pointed_into(const struct planner *pl, uint64_t lo, uint64_t hi);
-/* The relative relocations whose addend is va: *rel their indices into
- * img->rel, in the image's order; how many. */
-size_t cp_plan_relocs_to(const struct planner *pl, uint64_t va, const size_t **rel);
+/* The relative relocations whose addend is va, in the image's order
+ * (*rel); how many. */
+size_t cp_plan_relocs_to(const struct planner *pl, uint64_t va, const struct cp_reloc_at **rel);
 
 /* edits.c */
 /* An empty plan for layout target (-1: fallback) and its planner. */

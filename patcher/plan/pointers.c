@@ -11,18 +11,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-/* A relative relocation: its addend, and its index in the image's. */
-struct rel_at {
-	uint64_t addend;
-	size_t i;
-};
-
 struct cp_plan_pointers {
-	uint64_t *target;     /* every target, sorted, each once */
+	uint64_t *target;          /* every target, sorted, each once */
 	size_t ntarget;
-	struct rel_at *rel;   /* by addend, then index */
+	struct cp_reloc_at *rel;   /* relative relocations by addend */
 	size_t nrel;
-	size_t *index;        /* rel[k].i, for cp_plan_relocs_to */
 };
 
 static size_t unique(uint64_t *v, size_t n)
@@ -45,26 +38,17 @@ cp_status cp_plan_index_pointers(struct planner *pl)
 	if (!p)
 		return cp_plan_oom(pl);
 	pl->pointers = p;
-	p->target = malloc((s->nxrefs + img->nrel + 1) * sizeof(*p->target));
-	p->rel = malloc((img->nrel + 1) * sizeof(*p->rel));
-	p->index = malloc((img->nrel + 1) * sizeof(*p->index));
-	if (!p->target || !p->rel || !p->index)
+	p->rel = cp_image_relatives_by_addend(img, &p->nrel);
+	p->target = malloc((s->nxrefs + p->nrel + 1) * sizeof(*p->target));
+	if (!p->rel || !p->target)
 		return cp_plan_oom(pl);
 	for (i = 0; i < s->nxrefs; i++)
 		p->target[n++] = s->xrefs[i].target;
-	for (i = 0; i < img->nrel; i++) {
-		if (img->rel[i].kind != CP_RELOC_RELATIVE)
-			continue;
-		p->target[n++] = (uint64_t)img->rel[i].addend;
-		p->rel[p->nrel++] = (struct rel_at){ (uint64_t)img->rel[i].addend, i };
-	}
-	/* stable: a string's relocations stay in the image's order */
-	if (!cp_sort_by_key(p->target, n, sizeof(*p->target), 0) ||
-	    !cp_sort_by_key(p->rel, p->nrel, sizeof(*p->rel), offsetof(struct rel_at, addend)))
+	for (i = 0; i < p->nrel; i++)
+		p->target[n++] = p->rel[i].addend;
+	if (!cp_sort_by_key(p->target, n, sizeof(*p->target), 0))
 		return cp_plan_oom(pl);
 	p->ntarget = unique(p->target, n);
-	for (i = 0; i < p->nrel; i++)
-		p->index[i] = p->rel[i].i;
 	return CP_OK;
 }
 
@@ -74,7 +58,6 @@ void cp_plan_free_pointers(struct planner *pl)
 		return;
 	free(pl->pointers->target);
 	free(pl->pointers->rel);
-	free(pl->pointers->index);
 	free(pl->pointers);
 	pl->pointers = NULL;
 }
@@ -87,12 +70,12 @@ bool cp_plan_pointed_into(const struct planner *pl, uint64_t lo, uint64_t hi)
 	return i < p->ntarget && p->target[i] <= hi;
 }
 
-size_t cp_plan_relocs_to(const struct planner *pl, uint64_t va, const size_t **rel)
+size_t cp_plan_relocs_to(const struct planner *pl, uint64_t va, const struct cp_reloc_at **rel)
 {
 	const struct cp_plan_pointers *p = pl->pointers;
-	size_t first, n = cp_records_with_key(p->rel, p->nrel, sizeof(*p->rel), offsetof(struct rel_at, addend), va,
-					      &first);
+	size_t first, n = cp_records_with_key(p->rel, p->nrel, sizeof(*p->rel), offsetof(struct cp_reloc_at, addend),
+					      va, &first);
 
-	*rel = p->index + first;
+	*rel = p->rel + first;
 	return n;
 }

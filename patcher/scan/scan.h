@@ -342,12 +342,12 @@ cp_status cp_scan_maps_nothing(const cp_image *img, const cp_rules *rules, bool 
 struct cp_frame;
 void cp_scan_frames_ahead(cp_scan *s);
 void cp_scan_frames_guess(cp_scan *s);
+cp_status cp_scan_frame(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f, cp_error *err);
+void cp_scan_frames_end(cp_scan *s);
 
 /* scan_threads.c: the threads the scan may run at once (struct cp_scan's
  * threads, else its cores). */
 unsigned cp_scan_cores(const cp_scan *s);
-cp_status cp_scan_frame(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f, cp_error *err);
-void cp_scan_frames_end(cp_scan *s);
 
 /* scan_strings.c: literals holding a mapped name, outside blobs. */
 cp_status cp_scan_strings(cp_scan *s, cp_error *err);

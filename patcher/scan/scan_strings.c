@@ -23,6 +23,7 @@
 #include "util/sort.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -524,26 +525,13 @@ static cp_status add_string(cp_scan *s, const struct cp_section *sec, uint64_t s
 	return CP_OK;
 }
 
-/* The addends of the image's relative relocations, sorted, made when a
- * merged tail first needs them. */
+/* The image's relative relocations by addend, made when a merged tail
+ * first needs them. */
 struct addends {
-	uint64_t *v;
+	struct cp_reloc_at *v;
 	size_t n;
 	bool made;
 };
-
-static bool sort_addends(const cp_image *img, struct addends *a)
-{
-	size_t i;
-
-	a->made = true;
-	if (!(a->v = malloc((img->nrel + 1) * sizeof(*a->v))))
-		return false;
-	for (i = 0; i < img->nrel; i++)
-		if (img->rel[i].kind == CP_RELOC_RELATIVE)
-			a->v[a->n++] = (uint64_t)img->rel[i].addend;
-	return cp_sort_by_key(a->v, a->n, sizeof(*a->v), 0);
-}
 
 /* Whether an instruction or a relative relocation points at va. */
 static int pointed_at(const cp_scan *s, struct addends *a, uint64_t va)
@@ -552,9 +540,12 @@ static int pointed_at(const cp_scan *s, struct addends *a, uint64_t va)
 
 	if (cp_scan_xrefs_to(s, va, &first))
 		return 1;
-	if (!a->made && !sort_addends(s->img, a))
-		return -1;
-	return cp_records_with_key(a->v, a->n, sizeof(*a->v), 0, va, &first) > 0;
+	if (!a->made) {
+		a->made = true;
+		if (!(a->v = cp_image_relatives_by_addend(s->img, &a->n)))
+			return -1;
+	}
+	return cp_records_with_key(a->v, a->n, sizeof(*a->v), offsetof(struct cp_reloc_at, addend), va, &first) > 0;
 }
 
 /* The needle at pos, a module's name whose NUL ends its C string, as a
