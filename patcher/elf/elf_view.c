@@ -52,6 +52,41 @@ static cp_status read_sections(cp_image *img, cp_error *err)
 	return CP_OK;
 }
 
+static int by_addr(const void *a, const void *b)
+{
+	const struct cp_mapped_section *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->sec < y->sec ? -1 : x->sec > y->sec;
+}
+
+/* The index cp_image_section_at searches: lookups by address are made for
+ * every operand and relocation the scan reads. */
+static cp_status index_sections(cp_image *img, cp_error *err)
+{
+	size_t i, n = 0;
+	uint64_t reach = 0;
+
+	img->mapped = calloc(img->nsec ? img->nsec : 1, sizeof(*img->mapped));
+	if (!img->mapped)
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	for (i = 0; i < img->nsec; i++)
+		if (cp_section_is_mapped(&img->sec[i]) && img->sec[i].size)
+			img->mapped[n++] = (struct cp_mapped_section){ img->sec[i].addr, img->sec[i].size, 0, i };
+	qsort(img->mapped, n, sizeof(*img->mapped), by_addr);
+	for (i = 0; i < n; i++) {
+		const struct cp_mapped_section *m = &img->mapped[i];
+		/* validate.c does not bound a section's addresses: a wrap reaches all */
+		uint64_t end = m->addr + m->size < m->addr ? UINT64_MAX : m->addr + m->size;
+
+		reach = end > reach ? end : reach;
+		img->mapped[i].reach = reach;
+	}
+	img->nmapped = n;
+	return CP_OK;
+}
+
 static cp_status read_segments(cp_image *img, cp_error *err)
 {
 	const Elf64_Ehdr *eh = ehdr(img);
@@ -130,6 +165,8 @@ cp_status cp_elf_read(cp_image *img, cp_error *err)
 {
 	cp_status st = read_sections(img, err);
 
+	if (!st)
+		st = index_sections(img, err);
 	if (!st)
 		st = read_segments(img, err);
 	if (!st)

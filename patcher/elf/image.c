@@ -97,17 +97,26 @@ bool cp_section_is_mapped(const struct cp_section *s)
 	return (s->flags & SHF_ALLOC) && !((s->flags & SHF_TLS) && s->type == SHT_NOBITS);
 }
 
+/* The mapped section holding va, the first in the section table where
+ * several do: from the last one that starts at or below va, back over
+ * those that may still reach it. */
 const struct cp_section *cp_image_section_at(const cp_image *img, uint64_t va)
 {
-	size_t i;
+	const struct cp_mapped_section *m = img->mapped;
+	size_t lo = 0, hi = img->nmapped, best = SIZE_MAX;
 
-	for (i = 0; i < img->nsec; i++) {
-		const struct cp_section *s = &img->sec[i];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
 
-		if (cp_section_is_mapped(s) && va >= s->addr && va - s->addr < s->size)
-			return s;
+		if (m[mid].addr <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return NULL;
+	for (; lo > 0 && m[lo - 1].reach > va; lo--)
+		if (va - m[lo - 1].addr < m[lo - 1].size && m[lo - 1].sec < best)
+			best = m[lo - 1].sec;
+	return best == SIZE_MAX ? NULL : &img->sec[best];
 }
 
 const struct cp_section *cp_image_section(const cp_image *img, const char *name)

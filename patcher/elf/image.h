@@ -26,6 +26,14 @@ struct cp_section {
 	uint32_t link;
 };
 
+/* A mapped section in the address index (cp_image_section_at): its range,
+ * its index in img->sec, and the highest end of any section up to it
+ * (sections may overlap: that of a lower index wins, as in the table). */
+struct cp_mapped_section {
+	uint64_t addr, size, reach;
+	size_t sec;
+};
+
 struct cp_segment {
 	uint32_t type, flags;
 	uint64_t offset, vaddr, filesz, memsz, align;
@@ -74,6 +82,8 @@ struct cp_image {
 	size_t size;
 	struct cp_section *sec;
 	size_t nsec;
+	struct cp_mapped_section *mapped; /* the mapped sections by address */
+	size_t nmapped;
 	struct cp_segment *seg;
 	size_t nseg;
 	struct cp_symbol *sym;   /* sorted by value */

@@ -89,6 +89,7 @@ void cp_image_close(cp_image *img)
 	if (img->fd >= 0)
 		close(img->fd);
 	free(img->sec);
+	free(img->mapped);
 	free(img->seg);
 	free(img->sym);
 	free(img->rel);

@@ -1,8 +1,10 @@
 /*
  * lief_crosscheck.c - LIEF as an independent reader of what elf_view.c
  * reads: for every file given, the sections, segments and named symbols of
- * cp_image_open must equal LIEF 0.9's (C API). Exits 1 on the first
- * difference, naming it.
+ * cp_image_open must equal LIEF 0.9's (C API), and its lookup of the
+ * section at an address (image.c's index) must give, at each section's
+ * edges, the first mapped section in LIEF's table that holds the address.
+ * Exits 1 on the first difference, naming it.
  *
  * usage: lief_crosscheck FILE|DIR...  (directories: every *.so below)
  */
@@ -54,6 +56,42 @@ static int check_sections(const cp_image *img, Elf_Binary_t *b)
 		    (d->size != s->size && d->type != SHT_NOBITS) || d->entsize != s->entry_size ||
 		    d->link != s->link)
 			return differ(img->path, "section", i);
+	}
+	return 0;
+}
+
+static bool lief_mapped(const Elf_Section_t *s)
+{
+	return (s->flags & SHF_ALLOC) && !((s->flags & SHF_TLS) && s->type == SHT_NOBITS);
+}
+
+/* The first mapped section of LIEF's table holding va, or -1. */
+static long lief_section_at(Elf_Binary_t *b, uint64_t va)
+{
+	long i;
+
+	for (i = 0; b->sections[i]; i++)
+		if (lief_mapped(b->sections[i]) && va >= b->sections[i]->virtual_address &&
+		    va - b->sections[i]->virtual_address < b->sections[i]->size)
+			return i;
+	return -1;
+}
+
+static int check_section_at(const cp_image *img, Elf_Binary_t *b)
+{
+	size_t i, k;
+
+	for (i = 0; b->sections[i]; i++) {
+		uint64_t a = b->sections[i]->virtual_address, n = b->sections[i]->size;
+		uint64_t probe[4] = { a - 1, a, a + n - 1, a + n };
+
+		for (k = 0; k < 4; k++) {
+			const struct cp_section *s = cp_image_section_at(img, probe[k]);
+			long want = lief_section_at(b, probe[k]);
+
+			if ((s ? (long)(s - img->sec) : -1) != want)
+				return differ(img->path, "section lookup at the edge of section", i);
+		}
 	}
 	return 0;
 }
@@ -167,7 +205,7 @@ static int check_file(const char *path)
 		cp_image_close(img);
 		return 1;
 	}
-	bad = check_sections(img, b) || check_segments(img, b) || check_symbols(img, b);
+	bad = check_sections(img, b) || check_section_at(img, b) || check_segments(img, b) || check_symbols(img, b);
 	elf_binary_destroy(b);
 	cp_image_close(img);
 	return bad;
