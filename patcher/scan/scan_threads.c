@@ -119,26 +119,32 @@ static bool start_run(cp_scan *s, struct run *r, size_t first, size_t end)
 	return true;
 }
 
+static uint64_t addr_of(const void *list, size_t i, size_t size, size_t addr_at)
+{
+	uint64_t a;
+
+	memcpy(&a, (const char *)list + i * size + addr_at, sizeof(a));
+	return a;
+}
+
 /* Appends the entries of list (in address order) at or after *at whose
  * address is in [start, end) when take, and moves *at past them. */
 static bool take_span(void **dst, size_t *n, size_t *cap, const void *list, size_t len, size_t size,
 		      size_t addr_at, size_t *at, uint64_t start, uint64_t end, bool take)
 {
-	size_t i = *at;
+	size_t i = *at, from;
 
-	for (; i < len; i++) {
-		uint64_t a;
-
-		memcpy(&a, (const char *)list + i * size + addr_at, sizeof(a));
-		if (a >= end)
-			break;
-		if (!take || a < start)
-			continue;
-		if (cp_big_grow(dst, cap, *n + 1, size))
-			return false;
-		memcpy((char *)*dst + (*n)++ * size, (const char *)list + i * size, size);
-	}
+	while (i < len && addr_of(list, i, size, addr_at) < start)
+		i++;
+	for (from = i; i < len && addr_of(list, i, size, addr_at) < end; i++)
+		;
 	*at = i;
+	if (!take || i == from)
+		return true;
+	if (cp_big_grow(dst, cap, *n + (i - from), size))
+		return false;
+	memcpy((char *)*dst + *n * size, (const char *)list + from * size, (i - from) * size);
+	*n += i - from;
 	return true;
 }
 
