@@ -49,6 +49,7 @@ struct insn {
 
 #define NREG CP_MAX_REGS
 #define NLOC (NREG + 16)   /* per instruction: the registers, then 16 stack slots */
+_Static_assert(NLOC <= 64, "a location's bit in seen");
 
 struct cp_reach {
 	const cp_image *img;
@@ -62,8 +63,13 @@ struct cp_reach {
 	size_t left;
 	uint64_t next;        /* and their address */
 	bool oom;
-	uint8_t *seen;        /* nseen * NLOC states, zero past a question's start */
+	uint64_t *seen;       /* per decoded instruction (nseen), a bit per location:
+			       * the states the question asked has reached */
 	size_t nseen, capseen;
+	size_t *touched;      /* the instructions with a bit set, cleared when the
+			       * next question starts (a function may be half a
+			       * million states, a question a few hundred) */
+	size_t ntouched, captouched;
 	int32_t slot_disp[NLOC - NREG]; /* the stack slots of the question asked */
 	size_t nslots;
 	size_t *stack;
@@ -97,6 +103,7 @@ void cp_reach_close(cp_reach *r)
 	cp_dis_close(&r->dis);
 	free(r->in);
 	free(r->seen);
+	free(r->touched);
 	free(r->stack);
 	free(r);
 }
@@ -140,7 +147,7 @@ static void begin(cp_reach *r, uint64_t start, uint64_t end)
 
 	if (r->start == start && r->end == end && (r->n || r->left))
 		return;
-	r->n = r->nseen = 0;
+	r->n = r->nseen = r->ntouched = 0;
 	r->left = 0;
 	r->start = start;
 	r->end = end;
@@ -189,13 +196,23 @@ static bool grow_seen(cp_reach *r)
 {
 	if (r->nseen == r->n)
 		return true;
-	if (cp_grow((void **)&r->seen, &r->capseen, r->n * NLOC, 1)) {
+	if (CP_GROW(r->seen, r->capseen, r->n)) {
 		r->oom = true;
 		return false;
 	}
-	memset(r->seen + r->nseen * NLOC, 0, (r->n - r->nseen) * NLOC);
+	memset(r->seen + r->nseen, 0, (r->n - r->nseen) * sizeof(*r->seen));
 	r->nseen = r->n;
 	return true;
+}
+
+/* A question of its own: nothing seen. */
+static void forget_seen(cp_reach *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->ntouched; i++)
+		r->seen[r->touched[i]] = 0;
+	r->ntouched = 0;
 }
 
 /* The decoded instruction at addr (decoding on to it), or -1. */
@@ -225,10 +242,17 @@ static bool merge(struct cp_reach_val *acc, bool *any, enum cp_reach_kind k, uin
 static bool push(cp_reach *r, size_t idx, int reg)
 {
 	size_t s = idx * NLOC + (size_t)reg;
+	uint64_t bit = 1ull << reg;
 
-	if (r->seen[s])
+	if (r->seen[idx] & bit)
 		return true;
-	r->seen[s] = 1;
+	if (!r->seen[idx] && CP_GROW(r->touched, r->captouched, r->ntouched + 1)) {
+		r->oom = true;
+		return false;
+	}
+	if (!r->seen[idx])
+		r->touched[r->ntouched++] = idx;
+	r->seen[idx] |= bit;
 	if (CP_GROW(r->stack, r->capstack, r->nstack + 1)) {
 		r->oom = true;
 		return false;
@@ -343,7 +367,7 @@ cp_status cp_reach_value(cp_reach *r, uint64_t at, int reg, struct cp_reach_val 
 	if (reg < 0 || reg >= NREG || !cp_image_function(r->img, at, &start, &end))
 		return CP_OK;
 	begin(r, start, end);
-	r->nseen = 0; /* a question of its own: nothing seen */
+	forget_seen(r);
 	r->oom = false;
 	i = index_of(r, at);
 	if (r->oom)
