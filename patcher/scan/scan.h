@@ -333,14 +333,17 @@ bool cp_scan_is_module(const cp_image *img);
  * code is read; false whenever that cannot be shown. */
 cp_status cp_scan_maps_nothing(const cp_image *img, const cp_rules *rules, bool *nothing, cp_error *err);
 
-/* scan_frames.c: the check's scan starts evaluating, on another thread,
- * the frames of the functions whose frames the input's scan evaluated; a
- * scan of the input, after its walk, those it guesses its later passes
- * will evaluate; the frame of [start, end), made ahead or now
+/* scan_frames.c: before the walk, the thread that makes frames ahead: the
+ * check's scan gives it the functions whose frames the input's scan
+ * evaluated; a scan of the input gives it those it guesses its later passes
+ * will evaluate from what a run of its walk found (walked: the scan that
+ * holds the run's calls; called by the thread that walked it) and, after
+ * the walk, from all; the frame of [start, end), made ahead or now
  * (cp_frame_eval), and noted; the end of what was made ahead (cp_scan_free
  * does it). */
 struct cp_frame;
 void cp_scan_frames_ahead(cp_scan *s);
+void cp_scan_frames_guess_from(const cp_scan *s, const cp_scan *walked);
 void cp_scan_frames_guess(cp_scan *s);
 cp_status cp_scan_frame(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f, cp_error *err);
 void cp_scan_frames_end(cp_scan *s);

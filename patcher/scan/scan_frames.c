@@ -12,12 +12,15 @@
  * would be made then; one not made ahead is made when needed. At most
  * MAX_AHEAD are made ahead, the largest first (a frame holds about 5 MB).
  *
- * A scan of the input guesses instead: right after its walk, it begins the
- * frames of the large functions that make imports, which its later passes
- * evaluate most often (Cython 3.0 builds its string table in the module's
- * exec function, beside the imports). A guess not taken is work on the
- * core that the single-threaded passes after the walk leave idle; the end
- * of the scan waits only for the one being made.
+ * A scan of the input guesses instead: as each run of its walk ends
+ * (scan_threads.c), and again after the walk, it adds the large functions
+ * that the run saw make imports, which its later passes evaluate most often
+ * (Cython 3.0 builds its string table in the module's exec function, beside
+ * the imports). The thread takes them as they come, so that a frame is
+ * begun on the core that the walk's first run to end leaves idle, and is
+ * made while the other run ends and the single-threaded passes after the
+ * walk go on. A guess not taken is work on a core that would be idle; the
+ * end of the scan waits only for the one being made.
  */
 #include "scan/scan.h"
 #include "arch/frame.h"
@@ -41,15 +44,30 @@ struct ahead {
 
 struct cp_frames_ahead {
 	const cp_image *img;
-	struct ahead *f;       /* the functions of the input's scan, largest first */
-	size_t n;
+	struct ahead f[MAX_AHEAD]; /* the functions, in the order given */
+	size_t n;              /* f[0..n) given; under lock */
+	bool closed;           /* no more will be given; under lock */
 	size_t done;           /* f[0..done) evaluated (made or not); under lock */
 	pthread_mutex_t lock;
-	pthread_cond_t more;   /* done grew */
+	pthread_cond_t more;   /* n, closed or done changed */
 	pthread_t thread;
 	bool running;
 	atomic_bool stop;      /* what is not begun yet is not wanted */
 };
+
+/* The next function to evaluate, waiting for one to be given; false once
+ * the list is closed and all are done. */
+static bool next_given(struct cp_frames_ahead *a, size_t i)
+{
+	bool have;
+
+	pthread_mutex_lock(&a->lock);
+	while (i == a->n && !a->closed)
+		pthread_cond_wait(&a->more, &a->lock);
+	have = i < a->n;
+	pthread_mutex_unlock(&a->lock);
+	return have;
+}
 
 static void *evaluate(void *arg)
 {
@@ -57,7 +75,7 @@ static void *evaluate(void *arg)
 	cp_error err;
 	size_t i;
 
-	for (i = 0; i < a->n; i++) {
+	for (i = 0; next_given(a, i); i++) {
 		const struct cp_frame_fn *fn = &a->f[i].fn;
 		bool made = !atomic_load(&a->stop) && !cp_frame_eval(a->img, fn->start, fn->end, &a->f[i].frame, &err);
 
@@ -70,6 +88,15 @@ static void *evaluate(void *arg)
 	return NULL;
 }
 
+/* No more functions will be given. */
+static void close_list(struct cp_frames_ahead *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->closed = true;
+	pthread_cond_broadcast(&a->more);
+	pthread_mutex_unlock(&a->lock);
+}
+
 static void ahead_free(struct cp_frames_ahead *a)
 {
 	size_t i;
@@ -77,6 +104,7 @@ static void ahead_free(struct cp_frames_ahead *a)
 	if (!a)
 		return;
 	atomic_store(&a->stop, true);
+	close_list(a);
 	if (a->running)
 		pthread_join(a->thread, NULL);
 	for (i = 0; i < a->n; i++)
@@ -84,74 +112,107 @@ static void ahead_free(struct cp_frames_ahead *a)
 			cp_frame_free(&a->f[i].frame);
 	pthread_mutex_destroy(&a->lock);
 	pthread_cond_destroy(&a->more);
-	free(a->f);
 	free(a);
+}
+
+/* Gives fn unless it is given already or the list is full. */
+static void give(struct cp_frames_ahead *a, const struct cp_frame_fn *fn)
+{
+	size_t i;
+
+	pthread_mutex_lock(&a->lock);
+	for (i = 0; i < a->n && a->f[i].fn.start != fn->start; i++)
+		;
+	if (i == a->n && a->n < MAX_AHEAD && !a->closed) {
+		a->f[a->n++].fn = *fn;
+		pthread_cond_broadcast(&a->more);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* The thread, waiting for functions to be given (NULL: none started, and
+ * each frame is made when needed). */
+static struct cp_frames_ahead *start_ahead(const cp_image *img)
+{
+	struct cp_frames_ahead *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->img = img;
+	atomic_init(&a->stop, false);
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->more, NULL);
+	a->running = !cp_cleanup_thread(&a->thread, evaluate, a);
+	if (!a->running) {
+		ahead_free(a);
+		return NULL;
+	}
+	return a;
 }
 
 static int larger_first(const void *x, const void *y)
 {
-	const struct ahead *a = x, *b = y;
-	uint64_t m = a->fn.end - a->fn.start, n = b->fn.end - b->fn.start;
+	const struct cp_frame_fn *a = x, *b = y;
+	uint64_t m = a->end - a->start, n = b->end - b->start;
 
 	return m > n ? -1 : m < n;
 }
 
-static void start_ahead(cp_scan *s, const struct cp_frame_fn *fns, size_t n)
+/* Whether some function of img is large enough to be guessed. */
+static bool has_large_function(const cp_image *img)
 {
-	struct cp_frames_ahead *a;
 	size_t i;
 
-	if (!n || !(a = calloc(1, sizeof(*a))))
-		return;
-	a->img = s->img;
-	atomic_init(&a->stop, false);
-	pthread_mutex_init(&a->lock, NULL);
-	pthread_cond_init(&a->more, NULL);
-	if (!(a->f = calloc(n, sizeof(*a->f)))) {
-		ahead_free(a);
-		return; /* nothing ahead: each is made when needed */
-	}
-	for (i = 0; i < n; i++)
-		a->f[i].fn = fns[i];
-	qsort(a->f, n, sizeof(*a->f), larger_first);
-	a->n = n < MAX_AHEAD ? n : MAX_AHEAD;
-	a->running = !cp_cleanup_thread(&a->thread, evaluate, a);
-	if (!a->running) {
-		a->n = 0;
-		ahead_free(a);
-		return;
-	}
-	s->frames_ahead = a;
+	for (i = 0; i + 1 < img->nfunc; i++)
+		if (img->func[i + 1] - img->func[i] >= MIN_GUESS)
+			return true;
+	return false;
 }
 
 void cp_scan_frames_ahead(cp_scan *s)
 {
 	const cp_scan *in = s->skip ? s->skip->code : NULL;
+	struct cp_frame_fn *fn;
+	size_t i;
 
-	if (in)
-		start_ahead(s, in->frame_fns, in->nframe_fns);
+	if (!in) {
+		if (cp_scan_cores(s) >= 2 && has_large_function(s->img))
+			s->frames_ahead = start_ahead(s->img);
+		return;
+	}
+	if (!in->nframe_fns || !(fn = malloc(in->nframe_fns * sizeof(*fn))))
+		return; /* nothing ahead: each is made when needed */
+	if ((s->frames_ahead = start_ahead(s->img)) != NULL) {
+		memcpy(fn, in->frame_fns, in->nframe_fns * sizeof(*fn));
+		qsort(fn, in->nframe_fns, sizeof(*fn), larger_first); /* at most MAX_AHEAD are made */
+		for (i = 0; i < in->nframe_fns; i++)
+			give(s->frames_ahead, &fn[i]);
+		close_list(s->frames_ahead);
+	}
+	free(fn);
+}
+
+void cp_scan_frames_guess_from(const cp_scan *s, const cp_scan *walked)
+{
+	uint64_t start, end;
+	size_t i;
+
+	if (!s->frames_ahead || s->skip)
+		return;
+	for (i = 0; i < walked->ncalls; i++) {
+		const char *name = walked->calls[i].name;
+
+		if (name && !strncmp(name, "PyImport_", 9) &&
+		    cp_image_function(s->img, walked->calls[i].addr, &start, &end) && end - start >= MIN_GUESS)
+			give(s->frames_ahead, &(struct cp_frame_fn){ start, end });
+	}
 }
 
 void cp_scan_frames_guess(cp_scan *s)
 {
-	struct cp_frame_fn fn[MAX_AHEAD];
-	size_t i, k, n = 0;
-	uint64_t start, end;
-
-	if (s->skip || cp_scan_cores(s) < 2)
-		return;
-	for (i = 0; i < s->ncalls && n < MAX_AHEAD; i++) {
-		const char *name = s->calls[i].name;
-
-		if (!name || strncmp(name, "PyImport_", 9) ||
-		    !cp_image_function(s->img, s->calls[i].addr, &start, &end) || end - start < MIN_GUESS)
-			continue;
-		for (k = 0; k < n && fn[k].start != start; k++)
-			;
-		if (k == n)
-			fn[n++] = (struct cp_frame_fn){ start, end };
-	}
-	start_ahead(s, fn, n);
+	cp_scan_frames_guess_from(s, s);
+	if (s->frames_ahead && !s->skip)
+		close_list(s->frames_ahead);
 }
 
 /* The frame made ahead for [start, end), moved into *f, once its
@@ -163,6 +224,7 @@ static bool take_ahead(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame
 
 	if (!a)
 		return false;
+	/* the list is closed (cp_scan_frames_guess ran): n no longer changes */
 	for (i = 0; i < a->n; i++)
 		if (a->f[i].fn.start == start && a->f[i].fn.end == end && !a->f[i].taken)
 			break;

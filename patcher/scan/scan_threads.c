@@ -28,6 +28,7 @@
 #define MAX_THREADS 8
 
 struct run {
+	const cp_scan *whole;  /* the scan it is part of */
 	cp_scan part;          /* its findings; part.marks: its units, then the next */
 	size_t first;          /* its first unit in the scan's marks */
 	cp_error err;
@@ -96,6 +97,8 @@ static void *walk_run(void *arg)
 	cp_walk_start(&w, p, true, &v);
 	r->st = cp_code_walk(p->img, p->marks[0].start, p->marks[p->nmarks - 1].end, &v, &r->err);
 	if (!r->st)
+		cp_scan_frames_guess_from(r->whole, p);
+	if (!r->st)
 		r->st = cp_walk_end(&w, true, &r->err); /* left in the walk's order */
 	return NULL;
 }
@@ -105,6 +108,7 @@ static bool start_run(cp_scan *s, struct run *r, size_t first, size_t end)
 	size_t n = end - first;
 
 	memset(r, 0, sizeof(*r));
+	r->whole = s;
 	r->first = first;
 	r->part.img = s->img;
 	r->part.path = s->path;
@@ -193,6 +197,8 @@ static cp_status walk_threads(cp_scan *s, unsigned n, cp_error *err)
 	cp_walk_start(&w, s, true, &v);
 	if (!oom)
 		st = cp_code_walk(s->img, s->marks[0].start, s->marks[cut[1] - 1].end, &v, err);
+	if (!st && !oom)
+		cp_scan_frames_guess_from(s, s);
 	for (k = 1; k < nruns; k++) {
 		if (runs[k].running)
 			pthread_join(runs[k].thread, NULL);
