@@ -4,6 +4,7 @@
  */
 #include "arch/frame_build.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +238,10 @@ void cp_frame_unique(uint64_t *v, size_t *count)
 
 	if (!*count)
 		return;
-	qsort(v, *count, sizeof(*v), cmp_u64);
+	/* a module's init function gives tens of thousands: the radix sort,
+	 * or qsort in place where it cannot have its buffer */
+	if (!cp_sort_by_key(v, *count, sizeof(*v), 0))
+		qsort(v, *count, sizeof(*v), cmp_u64);
 	for (i = 0; i < *count; i++)
 		if (n == 0 || v[n - 1] != v[i])
 			v[n++] = v[i];
