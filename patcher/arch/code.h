@@ -61,6 +61,15 @@ struct cp_call {
 	struct cp_val arg[CP_MAX_ARGS]; /* the argument registers, in ABI order */
 };
 
+/* What a walk's tracker holds between two instructions of a function, in
+ * a form two walks compare byte for byte: the values it follows (x86-64:
+ * the 16 registers, then the 16 addresses last lea'd into them). */
+#define CP_CODE_STATE_VALS 32
+struct cp_code_state {
+	uint8_t kind[CP_CODE_STATE_VALS];
+	uint64_t v[CP_CODE_STATE_VALS], origin[CP_CODE_STATE_VALS];
+};
+
 struct cp_code_visitor {
 	void (*on_ref)(void *ctx, const struct cp_code_ref *ref);
 	void (*on_call)(void *ctx, const struct cp_call *call);
@@ -70,6 +79,13 @@ struct cp_code_visitor {
 	/* optional: every instruction after which execution does not fall
 	 * through (jumps, returns, traps) */
 	void (*on_end)(void *ctx, uint64_t addr);
+	/* optional, where the architecture's walk keeps its state inside a
+	 * function (x86-64's): before the first instruction at or after each
+	 * of the ncuts addresses (ascending), where the walk stands; true
+	 * stops the walk there. */
+	const uint64_t *cuts;
+	size_t ncuts;
+	bool (*on_cut)(void *ctx, uint64_t addr, const struct cp_code_state *st);
 };
 
 /* A decoder, and the last instruction it decoded (impl: the arch's). */

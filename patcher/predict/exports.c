@@ -88,7 +88,7 @@ static bool keys_by_object(const struct walk *w, size_t i, uint64_t end)
 
 cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error *err)
 {
-	struct cp_code_visitor v = { NULL, on_call, NULL, NULL, NULL };
+	struct cp_code_visitor v = { .on_call = on_call };
 	struct walk w = { NULL, 0, 0, false };
 	uint64_t helpers[16];
 	bool helper_var[16];

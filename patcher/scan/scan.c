@@ -245,7 +245,7 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 	s->arch = img->arch->name;
 	st = check_module(s, err);
 	if (!st)
-		cp_scan_frames_ahead(s);
+		cp_scan_frames_ahead(s, cp_scan_cores(s) >= 2);
 	if (!st)
 		st = skip && skip->code ? cp_scan_code_from(s, skip->code, skip->code_img, skip->full_check, err)
 					: cp_scan_code(s, err);

@@ -187,14 +187,29 @@ struct cp_walk_state {
 	uint64_t pending[CP_WALK_PENDING];
 };
 
+/* Where the walk stood at a place: its findings before it, its state. */
+struct cp_walk_at {
+	size_t ncalls, nuses, nfuses, nderived, nblocks;
+	struct cp_walk_state state;
+};
+
 /* A unit of the walk (a function, or the code of a walked section before
  * its first function) and where the walk stood when it entered it: what
  * lets the check walk only the functions an edit changed (scan_splice.c). */
 struct cp_walk_mark {
 	uint64_t start, end;
-	size_t ncalls, nuses, nfuses, nderived, nblocks; /* findings before it */
-	size_t nloads;                                  /* loads of the block open then */
-	struct cp_walk_state state;
+	struct cp_walk_at at;
+};
+
+/* A place inside a large function (the first instruction at or after
+ * each CP_WALK_CUT bytes of it) and where the walk stood there, with its
+ * tracker's state: what lets the check take the input's findings again
+ * after the last byte an edit changed in a function, once the walks agree. */
+#define CP_WALK_CUT (8u << 10)
+struct cp_walk_point {
+	uint64_t addr;
+	struct cp_walk_at at;
+	struct cp_code_state regs;
 };
 
 /* A load of a writable, non-GOT address: what it reads, and where. */
@@ -241,6 +256,10 @@ struct cp_scan {
 	struct cp_walk_mark *marks; /* the walk's units, in its order; NULL when
 				     * the walk cannot be taken apart */
 	size_t nmarks;
+	uint64_t *cuts;          /* where points are recorded (with marks), ascending */
+	size_t ncuts;
+	struct cp_walk_point *points; /* in address order */
+	size_t npoints, cappoints;
 	struct cp_import_block *blocks;
 	size_t nblocks, capblocks;
 	char **pynames;          /* the module's Python-level names (string table or blob) */
@@ -335,14 +354,15 @@ cp_status cp_scan_maps_nothing(const cp_image *img, const cp_rules *rules, bool 
 
 /* scan_frames.c: before the walk, the thread that makes frames ahead: the
  * check's scan gives it the functions whose frames the input's scan
- * evaluated; a scan of the input gives it those it guesses its later passes
- * will evaluate from what a run of its walk found (walked: the scan that
+ * evaluated; a scan of the input (when it may use two cores: cores) gives
+ * it those it guesses its later passes will evaluate from what a run of its
+ * walk found (walked: the scan that
  * holds the run's calls; called by the thread that walked it) and, after
  * the walk, from all; the frame of [start, end), made ahead or now
  * (cp_frame_eval), and noted; the end of what was made ahead (cp_scan_free
  * does it). */
 struct cp_frame;
-void cp_scan_frames_ahead(cp_scan *s);
+void cp_scan_frames_ahead(cp_scan *s, bool cores);
 void cp_scan_frames_guess_from(const cp_scan *s, const cp_scan *walked);
 void cp_scan_frames_guess(cp_scan *s);
 cp_status cp_scan_frame(cp_scan *s, uint64_t start, uint64_t end, struct cp_frame *f, cp_error *err);

@@ -79,6 +79,17 @@ bool cp_walk_state_equal(const struct cp_walk_state *a, const struct cp_walk_sta
 	       a->npending <= CP_WALK_PENDING && !memcmp(a->pending, b->pending, a->npending * sizeof(*a->pending));
 }
 
+bool cp_walk_meets(const struct cp_walk *w, const struct cp_walk_point *p, uint64_t addr,
+		   const struct cp_code_state *regs)
+{
+	struct cp_walk_state now;
+
+	if (p->addr != addr || memcmp(regs, &p->regs, sizeof(*regs)))
+		return false;
+	cp_walk_state(w, &now);
+	return cp_walk_state_equal(&now, &p->at.state);
+}
+
 void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st)
 {
 	size_t i;
@@ -96,16 +107,21 @@ void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st)
 	memcpy(w->pending, st->pending, st->npending * sizeof(*st->pending));
 }
 
-static void record_mark(struct cp_walk *w, struct cp_walk_mark *m)
+void cp_walk_at(const struct cp_walk *w, struct cp_walk_at *at)
 {
 	const cp_scan *s = w->s;
 
-	m->ncalls = s->ncalls;
-	m->nuses = s->nuses;
-	m->nfuses = s->nfuses;
-	m->nderived = s->nderived;
-	m->nblocks = s->nblocks;
-	cp_walk_state(w, &m->state);
+	at->ncalls = s->ncalls;
+	at->nuses = s->nuses;
+	at->nfuses = s->nfuses;
+	at->nderived = s->nderived;
+	at->nblocks = s->nblocks;
+	cp_walk_state(w, &at->state);
+}
+
+static void record_mark(struct cp_walk *w, struct cp_walk_mark *m)
+{
+	cp_walk_at(w, &m->at);
 }
 
 /* Before anything at addr: the units entered on the way get the state. */
@@ -341,6 +357,25 @@ const struct cp_walk_order cp_walk_xref_order = { sizeof(struct cp_xref), offset
 const struct cp_walk_order cp_walk_jump_order = { sizeof(struct cp_jump), offsetof(struct cp_jump, to),
 						 offsetof(struct cp_jump, from) };
 
+/* The walk at a cut: a point recorded. */
+static bool on_cut(void *ctx, uint64_t addr, const struct cp_code_state *regs)
+{
+	struct cp_walk *w = ctx;
+	cp_scan *s = w->s;
+	struct cp_walk_point *p;
+
+	enter_to(w, addr);
+	if (CP_GROW(s->points, s->cappoints, s->npoints + 1)) {
+		w->oom = true;
+		return false;
+	}
+	p = &s->points[s->npoints++];
+	p->addr = addr;
+	cp_walk_at(w, &p->at);
+	p->regs = *regs;
+	return false;
+}
+
 void cp_walk_start(struct cp_walk *w, cp_scan *s, bool marking, struct cp_code_visitor *v)
 {
 	memset(w, 0, sizeof(*w));
@@ -352,6 +387,11 @@ void cp_walk_start(struct cp_walk *w, cp_scan *s, bool marking, struct cp_code_v
 	v->ctx = w;
 	v->on_jump = on_jump;
 	v->on_end = on_end;
+	if (w->marking && s->ncuts) {
+		v->cuts = s->cuts;
+		v->ncuts = s->ncuts;
+		v->on_cut = on_cut;
+	}
 }
 
 static bool add_unit(cp_scan *s, size_t *cap, uint64_t start, uint64_t end)
@@ -370,6 +410,25 @@ static void drop_units(cp_scan *s)
 	free(s->marks);
 	s->marks = NULL;
 	s->nmarks = 0;
+	free(s->cuts);
+	s->cuts = NULL;
+	s->ncuts = 0;
+}
+
+/* The cuts of the units of 2 * CP_WALK_CUT bytes or more. */
+static bool add_cuts(cp_scan *s)
+{
+	size_t k, cap = 0;
+	uint64_t a;
+
+	for (k = 0; k < s->nmarks; k++)
+		for (a = s->marks[k].start + CP_WALK_CUT;
+		     s->marks[k].end - s->marks[k].start >= 2 * CP_WALK_CUT && a < s->marks[k].end; a += CP_WALK_CUT) {
+			if (CP_GROW(s->cuts, cap, s->ncuts + 1))
+				return false;
+			s->cuts[s->ncuts++] = a;
+		}
+	return true;
 }
 
 bool cp_walk_units(cp_scan *s, const cp_image *img)
@@ -396,6 +455,8 @@ bool cp_walk_units(cp_scan *s, const cp_image *img)
 	}
 	if (ok && s->marks && (ok = add_unit(s, &cap, UINT64_MAX, UINT64_MAX)))
 		s->nmarks--; /* the end is marks[nmarks] */
+	if (ok && s->marks)
+		ok = add_cuts(s);
 	if (!ok)
 		drop_units(s);
 	return ok;
@@ -475,6 +536,8 @@ void cp_scan_free_walk(cp_scan *s)
 	CP_BIG_FREE(s->uses, s->capuses);
 	CP_BIG_FREE(s->fuses, s->capfuses);
 	free(s->marks);
+	free(s->cuts);
+	free(s->points);
 }
 
 bool cp_walk_copy_block(cp_scan *s, const struct cp_import_block *b, uint64_t from, uint64_t to)
@@ -517,46 +580,88 @@ static bool append(void **dst, size_t *n, size_t *cap, const void *src, size_t f
 	return true;
 }
 
-/* The block of from's that was open at mark m (call m->state.block). */
-static const struct cp_import_block *open_block_of(const cp_scan *from, const struct cp_walk_mark *m)
+/* The block of from's that was open at `at` (call at->state.block). */
+static const struct cp_import_block *open_block_of(const cp_scan *from, const struct cp_walk_at *at)
 {
 	size_t i;
 
-	for (i = m->nblocks; m->state.block && i-- > 0;)
-		if (from->blocks[i].call == m->state.block)
+	for (i = at->nblocks; at->state.block && i-- > 0;)
+		if (from->blocks[i].call == at->state.block)
 			return &from->blocks[i];
 	return NULL;
 }
 
-bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
+/* from's findings between two places of its walk, a and b, the code in
+ * [lo, hi) between them: w's scan gets them, and w stands where from's
+ * walk stood at b. */
+static bool take_between(struct cp_walk *w, const cp_scan *from, const struct cp_walk_at *a,
+			 const struct cp_walk_at *b, uint64_t lo, uint64_t hi)
 {
 	cp_scan *s = w->s;
-	const struct cp_walk_mark *m = &from->marks[k], *next = &from->marks[k + 1];
-	const struct cp_import_block *open = open_block_of(from, m);
+	const struct cp_import_block *open = open_block_of(from, a);
 	size_t i;
 
-	if (!append((void **)&s->calls, &s->ncalls, &s->capcalls, from->calls, m->ncalls, next->ncalls,
+	if (!append((void **)&s->calls, &s->ncalls, &s->capcalls, from->calls, a->ncalls, b->ncalls,
 		    sizeof(*s->calls)) ||
-	    !append((void **)&s->uses, &s->nuses, &s->capuses, from->uses, m->nuses, next->nuses,
-		    sizeof(*s->uses)) ||
-	    !append((void **)&s->fuses, &s->nfuses, &s->capfuses, from->fuses, m->nfuses, next->nfuses,
+	    !append((void **)&s->uses, &s->nuses, &s->capuses, from->uses, a->nuses, b->nuses, sizeof(*s->uses)) ||
+	    !append((void **)&s->fuses, &s->nfuses, &s->capfuses, from->fuses, a->nfuses, b->nfuses,
 		    sizeof(*s->fuses)) ||
-	    !append((void **)&s->derived, &s->nderived, &s->capderived, from->derived, m->nderived,
-		    next->nderived, sizeof(*s->derived)))
+	    !append((void **)&s->derived, &s->nderived, &s->capderived, from->derived, a->nderived, b->nderived,
+		    sizeof(*s->derived)))
 		return false;
-	/* the loads the unit adds to the block open as it starts */
+	/* the loads the code adds to the block open as it starts */
 	for (i = 0; open && w->block && i < open->nloads; i++) {
-		if (open->loads[i].at < m->start || open->loads[i].at >= m->end)
+		if (open->loads[i].at < lo || open->loads[i].at >= hi)
 			continue;
 		if (CP_GROW(w->block->loads, w->block->caploads, w->block->nloads + 1))
 			return false;
 		w->block->loads[w->block->nloads++] = open->loads[i];
 	}
-	for (i = m->nblocks; i < next->nblocks; i++)
-		if (!cp_walk_copy_block(s, &from->blocks[i], m->start, m->end))
+	for (i = a->nblocks; i < b->nblocks; i++)
+		if (!cp_walk_copy_block(s, &from->blocks[i], lo, hi))
 			return false;
-	cp_walk_resume(w, &next->state);
+	cp_walk_resume(w, &b->state);
 	return true;
+}
+
+/* from's points in [lo, hi), their findings counted as w's scan counts
+ * them (base: w's place where from's walk stood at `at`). */
+static bool take_points(struct cp_walk *w, const cp_scan *from, const struct cp_walk_at *at,
+			const struct cp_walk_at *base, uint64_t lo, uint64_t hi)
+{
+	cp_scan *s = w->s;
+	size_t i = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
+					 offsetof(struct cp_walk_point, addr), lo);
+
+	for (; i < from->npoints && from->points[i].addr < hi; i++) {
+		struct cp_walk_point p = from->points[i];
+
+		p.at.ncalls = p.at.ncalls - at->ncalls + base->ncalls;
+		p.at.nuses = p.at.nuses - at->nuses + base->nuses;
+		p.at.nfuses = p.at.nfuses - at->nfuses + base->nfuses;
+		p.at.nderived = p.at.nderived - at->nderived + base->nderived;
+		p.at.nblocks = p.at.nblocks - at->nblocks + base->nblocks;
+		if (CP_GROW(s->points, s->cappoints, s->npoints + 1))
+			return false;
+		s->points[s->npoints++] = p;
+	}
+	return true;
+}
+
+bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
+{
+	const struct cp_walk_mark *m = &from->marks[k];
+	struct cp_walk_at base;
+
+	cp_walk_at(w, &base);
+	/* a walk that records points takes the unit's (scan_threads.c) */
+	return take_between(w, from, &m->at, &m[1].at, m->start, m->end) &&
+	       (!w->marking || take_points(w, from, &m->at, &base, m->start, m->end));
+}
+
+bool cp_walk_take_rest(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p)
+{
+	return take_between(w, from, &p->at, &from->marks[k + 1].at, p->addr, from->marks[k].end);
 }
 
 size_t cp_scan_xrefs_to(const cp_scan *s, uint64_t va, size_t *first)

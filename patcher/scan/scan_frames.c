@@ -169,14 +169,14 @@ static bool has_large_function(const cp_image *img)
 	return false;
 }
 
-void cp_scan_frames_ahead(cp_scan *s)
+void cp_scan_frames_ahead(cp_scan *s, bool cores)
 {
 	const cp_scan *in = s->skip ? s->skip->code : NULL;
 	struct cp_frame_fn *fn;
 	size_t i;
 
 	if (!in) {
-		if (cp_scan_cores(s) >= 2 && has_large_function(s->img))
+		if (cores && has_large_function(s->img))
 			s->frames_ahead = start_ahead(s->img);
 		return;
 	}

@@ -3,10 +3,15 @@
  * input's, walking again only the functions an edit changed.
  *
  * The input's walk recorded where it stood as it entered each unit (a
- * function; struct cp_walk_mark). The output's walk goes unit by unit:
- * a unit whose bytes are the same in both, entered in the same state, is
- * found to hold what the input's walk found there, which is taken; any
- * other unit is walked again. Where an architecture's walk of a function
+ * function; struct cp_walk_mark) and at points inside large functions
+ * (struct cp_walk_point). The output's walk goes unit by unit: a unit
+ * whose bytes are the same in both, entered in the same state, is found to
+ * hold what the input's walk found there, which is taken; any other unit is
+ * walked again, up to the first of the input's points at or after the last
+ * byte an edit changed in it where the walk stands as the input's stood
+ * (the same state, the same tracked registers): from there on the bytes and
+ * the state are the same, and the input's findings are taken. A Cython
+ * module's init function is half a megabyte, its imports near its start. Where an architecture's walk of a function
  * reads only that function and the image's tables (struct
  * cp_arch.walk_local) and the tables are the same (cp_code_walk_tables_same),
  * this is what a walk of all code finds; full_check walks all code as well
@@ -15,6 +20,7 @@
 #include "scan/scan_walk.h"
 #include "util/big_array.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -26,6 +32,21 @@ static bool same_bytes(const cp_image *a, const cp_image *b, uint64_t start, uin
 	const uint8_t *y = cp_image_va_bytes(b, start, end - start);
 
 	return x && y && !memcmp(x, y, end - start);
+}
+
+/* One past the last byte that differs between a's and b's [start, end)
+ * (start when none does). */
+static uint64_t changed_end(const cp_image *a, const cp_image *b, uint64_t start, uint64_t end)
+{
+	const uint8_t *x = cp_image_va_bytes(a, start, end - start);
+	const uint8_t *y = cp_image_va_bytes(b, start, end - start);
+	uint64_t n = end - start;
+
+	if (!x || !y)
+		return end;
+	while (n > 0 && x[n - 1] == y[n - 1])
+		n--;
+	return start + n;
 }
 
 /* The units walked again, in address order. */
@@ -114,6 +135,55 @@ static bool take_sorted(cp_scan *s, const cp_scan *from, const struct spans *aga
 	return merge(again, &x) && merge(again, &j);
 }
 
+/* The walk at one of the cuts of a unit walked again: stops where it meets
+ * the input's point there (the last cut passed) in the input's state. */
+static bool meet(void *ctx, uint64_t addr, const struct cp_code_state *regs)
+{
+	struct cp_walk *w = ctx;
+	size_t i = cp_first_key_at_least(w->goal, w->ngoal, sizeof(*w->goal), offsetof(struct cp_walk_point, addr),
+					 addr + 1);
+
+	if (!i || !cp_walk_meets(w, &w->goal[i - 1], addr, regs))
+		return false;
+	w->met = &w->goal[i - 1];
+	return true;
+}
+
+/* Unit k walked again, on to the end or to a point of the input's where
+ * the walks meet, after which the input's findings are taken; *until:
+ * where the walk again stopped. */
+static cp_status walk_again(struct cp_walk *w, struct cp_code_visitor *v, const cp_scan *from, size_t k,
+			    const cp_image *a, uint64_t *until, cp_error *err)
+{
+	const struct cp_walk_mark *m = &from->marks[k];
+	const cp_image *b = w->s->img;
+	uint64_t changed = changed_end(a, b, m->start, m->end), *cuts = NULL;
+	size_t first = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
+					     offsetof(struct cp_walk_point, addr), changed), i;
+	cp_status st;
+
+	w->goal = &from->points[first];
+	for (w->ngoal = 0; first + w->ngoal < from->npoints && w->goal[w->ngoal].addr < m->end; w->ngoal++)
+		;
+	w->met = NULL;
+	if (w->ngoal && m[1].at.state.npending <= CP_WALK_PENDING && (cuts = malloc(w->ngoal * sizeof(*cuts)))) {
+		for (i = 0; i < w->ngoal; i++)
+			cuts[i] = w->goal[i].addr;
+		v->cuts = cuts;
+		v->ncuts = w->ngoal;
+		v->on_cut = meet;
+	}
+	st = cp_code_walk(b, m->start, m->end, v, err);
+	v->cuts = NULL;
+	v->ncuts = 0;
+	v->on_cut = NULL;
+	free(cuts);
+	*until = w->met ? w->met->addr : m->end;
+	if (!st && w->met && !cp_walk_take_rest(w, from, k, w->met))
+		w->oom = true;
+	return st;
+}
+
 static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_error *err)
 {
 	const cp_image *b = s->img;
@@ -121,6 +191,7 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 	struct cp_code_visitor v;
 	struct spans again = { NULL, 0, 0 };
 	cp_status st = CP_OK;
+	uint64_t until;
 	size_t k, i;
 
 	cp_walk_start(&w, s, false, &v);
@@ -131,12 +202,12 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		cp_walk_state(&w, &now);
 		/* taken: the same bytes entered the same way, and a state at
 		 * its end that the walk can take up */
-		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->state) &&
-		    m[1].state.npending <= CP_WALK_PENDING)
+		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->at.state) &&
+		    m[1].at.state.npending <= CP_WALK_PENDING)
 			w.oom = !cp_walk_take_unit(&w, from, k);
-		else if (!(st = cp_code_walk(b, m->start, m->end, &v, err)) &&
+		else if (!(st = walk_again(&w, &v, from, k, a, &until, err)) &&
 			 !CP_GROW(again.v, again.cap, again.n + 1))
-			again.v[again.n++] = (struct span){ m->start, m->end };
+			again.v[again.n++] = (struct span){ m->start, until };
 		else if (!st)
 			w.oom = true;
 	}

@@ -117,6 +117,8 @@ static bool start_run(cp_scan *s, struct run *r, size_t first, size_t end)
 		return false;
 	memcpy(r->part.marks, &s->marks[first], (n + 1) * sizeof(*r->part.marks));
 	r->part.nmarks = n;
+	r->part.cuts = s->cuts; /* borrowed */
+	r->part.ncuts = s->ncuts;
 	r->running = !cp_cleanup_thread(&r->thread, walk_run, r);
 	if (!r->running)
 		walk_run(r); /* no thread: here, then */
@@ -167,7 +169,7 @@ static cp_status join_run(struct cp_walk *w, const struct cp_code_visitor *v, st
 
 		cp_walk_enter_unit(w, r->first + j);
 		cp_walk_state(w, &now);
-		take = cp_walk_state_equal(&now, &m->state) && m[1].state.npending <= CP_WALK_PENDING;
+		take = cp_walk_state_equal(&now, &m->at.state) && m[1].at.state.npending <= CP_WALK_PENDING;
 		if (!take_span((void **)&s->xrefs, &s->nxrefs, &s->capxrefs, p->xrefs, p->nxrefs, sizeof(*p->xrefs),
 			       offsetof(struct cp_xref, addr), &xi, m->start, m->end, take) ||
 		    !take_span((void **)&s->jumps, &s->njumps, &s->capjumps, p->jumps, p->njumps, sizeof(*p->jumps),
@@ -209,6 +211,7 @@ static cp_status walk_threads(cp_scan *s, unsigned n, cp_error *err)
 	}
 	for (k = 1; k < nruns; k++) {
 		runs[k].part.path = NULL;
+		runs[k].part.cuts = NULL;
 		cp_scan_free_walk(&runs[k].part);
 	}
 	if (!st && oom)

@@ -26,6 +26,11 @@ struct cp_walk {
 	uint64_t near_lo, near_hi; /* the function starts around the last target looked up */
 	bool marking;     /* record s->marks as the walk enters each unit */
 	size_t next_mark; /* the first unit not entered yet */
+	/* the check's walk of a changed unit: the input's points it may meet
+	 * (ascending), and the one met in the same state, or NULL */
+	const struct cp_walk_point *goal;
+	size_t ngoal;
+	const struct cp_walk_point *met;
 };
 
 /* A walk adding to s, with nothing open; marking: record s->marks, which
@@ -42,7 +47,14 @@ bool cp_walk_units(cp_scan *s, const cp_image *img);
 void cp_walk_enter_unit(struct cp_walk *w, size_t k);
 
 void cp_walk_state(const struct cp_walk *w, struct cp_walk_state *st);
+/* Where the walk stands now: its scan's findings so far, its state. */
+void cp_walk_at(const struct cp_walk *w, struct cp_walk_at *at);
 bool cp_walk_state_equal(const struct cp_walk_state *a, const struct cp_walk_state *b);
+/* Whether the walk, at addr with its tracker in state regs, stands where
+ * the walk that recorded point p stood: the same place, registers and
+ * state (then the two find the same from there on in the same bytes). */
+bool cp_walk_meets(const struct cp_walk *w, const struct cp_walk_point *p, uint64_t addr,
+		   const struct cp_code_state *regs);
 /* Takes up the state st, whose open block (if any) is among s's blocks. */
 void cp_walk_resume(struct cp_walk *w, const struct cp_walk_state *st);
 
@@ -75,6 +87,8 @@ bool cp_walk_sort_found(cp_scan *s);
  * and jumps, which the caller orders), and the walk put in the state the
  * unit leaves. false: out of memory. */
 bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k);
+/* The same for the rest of unit k from its point p on. */
+bool cp_walk_take_rest(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p);
 
 /* Appends a copy of import block b (the loads of it at [from, to)) to s,
  * with its module's name read from s's image. false: out of memory. */

@@ -62,7 +62,7 @@ static const struct cp_symbol *symbol(const cp_image *img, const char *name)
 /* The references of [from, to) in the walk of [start, end) (0, 0: all). */
 static void walk(const cp_image *img, uint64_t start, uint64_t end, uint64_t from, uint64_t to, struct refs *r)
 {
-	struct cp_code_visitor v = { on_ref, on_call, r, NULL, NULL };
+	struct cp_code_visitor v = { .on_ref = on_ref, .on_call = on_call, .ctx = r };
 	cp_error err;
 
 	memset(r, 0, sizeof(*r));

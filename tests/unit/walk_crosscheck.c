@@ -94,7 +94,13 @@ static int compare_lists(const cp_scan *a, const cp_scan *b, const char *path, c
 	return 0;
 }
 
-/* The units' records (the check's splice takes the input's). */
+static bool same_at(const struct cp_walk_at *x, const struct cp_walk_at *y)
+{
+	return x->ncalls == y->ncalls && x->nuses == y->nuses && x->nfuses == y->nfuses &&
+	       x->nderived == y->nderived && x->nblocks == y->nblocks && cp_walk_state_equal(&x->state, &y->state);
+}
+
+/* The units' and points' records (the check's splice takes the input's). */
 static int compare_marks(const cp_scan *a, const cp_scan *b, const char *path, const char *layout)
 {
 	size_t i;
@@ -104,11 +110,15 @@ static int compare_marks(const cp_scan *a, const cp_scan *b, const char *path, c
 	for (i = 0; i < a->nmarks; i++) {
 		const struct cp_walk_mark *x = &a->marks[i], *y = &b->marks[i];
 
-		if (x->start != y->start || x->end != y->end || x->ncalls != y->ncalls || x->nuses != y->nuses ||
-		    x->nfuses != y->nfuses || x->nderived != y->nderived || x->nblocks != y->nblocks ||
-		    x->nloads != y->nloads || !cp_walk_state_equal(&x->state, &y->state))
+		if (x->start != y->start || x->end != y->end || !same_at(&x->at, &y->at))
 			return differ(path, layout, "unit", i);
 	}
+	if (a->npoints != b->npoints)
+		return differ(path, layout, "count of points inside functions", 0);
+	for (i = 0; i < a->npoints; i++)
+		if (a->points[i].addr != b->points[i].addr || !same_at(&a->points[i].at, &b->points[i].at) ||
+		    memcmp(&a->points[i].regs, &b->points[i].regs, sizeof(a->points[i].regs)))
+			return differ(path, layout, "point inside a function", i);
 	return 0;
 }
 

@@ -122,8 +122,8 @@ static size_t files, walked, events;
 static int check_file(const char *path)
 {
 	struct rec a = { NULL, 0, 0, false }, b = { NULL, 0, 0, false };
-	struct cp_code_visitor va = { on_ref, on_call, &a, on_jump, on_end };
-	struct cp_code_visitor vb = { on_ref, on_call, &b, on_jump, on_end };
+	struct cp_code_visitor va = { .on_ref = on_ref, .on_call = on_call, .ctx = &a, .on_jump = on_jump, .on_end = on_end };
+	struct cp_code_visitor vb = { .on_ref = on_ref, .on_call = on_call, .ctx = &b, .on_jump = on_jump, .on_end = on_end };
 	cp_image *img = NULL;
 	cp_error err;
 	size_t i;

@@ -12,6 +12,7 @@
  */
 #include "arch/x86_64/zydis.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #include <assert.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct walk {
 	struct cp_val reg[16];
 	struct cp_val hoisted[16]; /* last address lea'd into each callee-saved register */
 	size_t next_func; /* index into img->func of the next function start */
+	size_t next_cut;  /* index into v->cuts of the next cut */
 };
 
 static void reset(struct walk *w)
@@ -327,6 +329,38 @@ static bool operands_matter(const struct walk *w, const ZydisDecodedInstruction 
 	       rip_modrm(in) || any_known(w);
 }
 
+static void state_of(const struct walk *w, struct cp_code_state *st)
+{
+	int r;
+
+	_Static_assert(CP_CODE_STATE_VALS == 32, "the registers, then the hoisted addresses");
+	for (r = 0; r < 16; r++) {
+		st->kind[r] = w->reg[r].kind;
+		st->v[r] = w->reg[r].v;
+		st->origin[r] = w->reg[r].origin;
+		st->kind[16 + r] = w->hoisted[r].kind;
+		st->v[16 + r] = w->hoisted[r].v;
+		st->origin[16 + r] = w->hoisted[r].origin;
+	}
+}
+
+/* At the first instruction at or after a cut: the visitor is told where
+ * the walk stands; true when it stops the walk. */
+static bool at_cut(struct walk *w, uint64_t addr)
+{
+	const struct cp_code_visitor *v = w->v;
+	struct cp_code_state st;
+	bool stop;
+
+	if (w->next_cut >= v->ncuts || v->cuts[w->next_cut] > addr)
+		return false;
+	while (w->next_cut < v->ncuts && v->cuts[w->next_cut] <= addr)
+		w->next_cut++;
+	state_of(w, &st);
+	stop = v->on_cut(w->v->ctx, addr, &st);
+	return stop;
+}
+
 /* Bytes from addr that one instruction may take: up to the next function
  * start, which an instruction never crosses (enter() has passed the starts
  * up to addr). */
@@ -349,7 +383,7 @@ static size_t room(const struct walk *w, uint64_t addr, size_t left)
  * walk the same whether the sweep came from the section's start or began
  * at the function (walk_local: the threaded walk and the check's splice).
  */
-static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_section *s, uint64_t start,
+static bool walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_section *s, uint64_t start,
 		       uint64_t end)
 {
 	const uint8_t *code = cp_image_bytes(w->img, s->offset + (start - s->addr), end - start);
@@ -358,12 +392,15 @@ static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_
 	struct zin z;
 
 	if (!code)
-		return;
+		return false;
 	reset(w);
 	memset(w->hoisted, 0, sizeof(w->hoisted));
 	w->next_func = cp_image_func_after(w->img, start);
+	w->next_cut = w->v->on_cut ? cp_first_key_at_least(w->v->cuts, w->v->ncuts, sizeof(uint64_t), 0, start) : 0;
 	while (pos < size) {
 		enter(w, start + pos);
+		if (w->v->on_cut && at_cut(w, start + pos))
+			return true;
 		/* the operand slots past the instruction's are not zeroed:
 		 * nothing reads them */
 		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code + pos, room(w, start + pos, size - pos),
@@ -384,6 +421,7 @@ static void walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_
 		else
 			reset(w);
 	}
+	return false;
 }
 
 cp_status cp_x86_code_walk(const cp_image *img, uint64_t start, uint64_t end,
@@ -401,8 +439,8 @@ cp_status cp_x86_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 	for (i = 0; i < img->nsec; i++) {
 		uint64_t a, b;
 
-		if (cp_walk_span(&img->sec[i], start, end, &a, &b))
-			walk_range(&w, &dec, &img->sec[i], a, b);
+		if (cp_walk_span(&img->sec[i], start, end, &a, &b) && walk_range(&w, &dec, &img->sec[i], a, b))
+			break; /* stopped at a cut */
 	}
 	return CP_OK;
 }

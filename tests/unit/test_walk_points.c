@@ -1,0 +1,153 @@
+/*
+ * test_walk_points.c - the check's splice (scan/scan_splice.c) walks a
+ * changed function again only up to the first of the input's points inside
+ * it where its walk stands as the input's stood, then takes the input's
+ * findings: it must not take them where only the bytes agree. The fixture
+ * (walk_points_fixture.c, compiled here) keeps a string's address in a
+ * callee-saved register across two points and passes it to a call at its
+ * end; the test retargets that lea in a copy, and the spliced walk of the
+ * copy must find what a walk of all its code finds (the call's argument the
+ * new string), which the check proves (full_check). An edit that leaves the
+ * registers alone (an immediate) must splice to the same as well. No
+ * corpus needed.
+ *
+ * usage: test_walk_points FIXTURE.so
+ */
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "scan/scan.h"
+
+static const char *fixture;
+
+static uint64_t symbol(const cp_image *img, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < img->nsym; i++)
+		if (!strcmp(img->sym[i].name, name))
+			return img->sym[i].value;
+	fail_msg("no symbol %s in %s", name, img->path);
+	return 0;
+}
+
+static cp_image *open_image(const char *path)
+{
+	cp_image *img = NULL;
+	cp_error err;
+
+	if (cp_image_open(path, &img, &err))
+		fail_msg("%s", err.msg);
+	return img;
+}
+
+/* The walk of all of img's code, with its units and points. */
+static cp_scan *walk(const cp_image *img)
+{
+	cp_scan *s = calloc(1, sizeof(*s));
+	cp_error err;
+
+	assert_non_null(s);
+	s->img = img;
+	s->path = strdup(img->path);
+	if (cp_scan_code(s, &err))
+		fail_msg("%s", err.msg);
+	return s;
+}
+
+static void free_walk(cp_scan *s)
+{
+	cp_scan_free_walk(s);
+	free(s->path);
+	free(s);
+}
+
+/* A copy of the fixture with the n bytes at va made those of value. */
+static void write_edited(const cp_image *img, uint64_t va, uint32_t value, size_t n, const char *out)
+{
+	uint64_t off;
+	FILE *f;
+	uint8_t *bytes = malloc(img->size);
+
+	assert_non_null(bytes);
+	assert_true(n <= sizeof(value) && cp_image_va_to_off(img, va, n, &off));
+	memcpy(bytes, img->data, img->size);
+	memcpy(bytes + off, &value, n); /* little-endian */
+	f = fopen(out, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(bytes, 1, img->size, f), img->size);
+	assert_int_equal(fclose(f), 0);
+	free(bytes);
+}
+
+/* The copy's walk spliced from the fixture's, against a walk of all of
+ * the copy's code; and the address the last call with arguments passes. */
+static uint64_t spliced(const cp_image *in, cp_scan *from, const char *copy)
+{
+	cp_image *out = open_image(copy);
+	cp_scan *s = calloc(1, sizeof(*s));
+	cp_error err;
+	uint64_t arg = 0;
+	size_t i;
+
+	assert_non_null(s);
+	s->img = out;
+	s->path = strdup(copy);
+	if (cp_scan_code_from(s, from, in, true, &err))
+		fail_msg("%s", err.msg);
+	for (i = 0; i < s->nfuses; i++)
+		if (s->fuses[i].arg[0].kind == CP_V_ADDR)
+			arg = s->fuses[i].arg[0].v;
+	free_walk(s);
+	cp_image_close(out);
+	return arg;
+}
+
+static void test_registers_decide(void **state)
+{
+	cp_image *in = open_image(fixture);
+	cp_scan *from = walk(in);
+	uint64_t big = symbol(in, "cp_points_big"), a = symbol(in, "cp_points_a"), b = symbol(in, "cp_points_b");
+	uint64_t lea_disp = big + 1 + 3, lea_next = big + 1 + 7; /* push rbx; lea rbx, [rip + disp32] */
+	char copy[64];
+	int fd;
+
+	(void)state;
+	/* the walk recorded points after the lea, rbx holding a's address */
+	assert_true(from->npoints >= 2);
+	assert_true(from->points[0].addr > lea_next);
+	snprintf(copy, sizeof(copy), "/tmp/test_walk_points.XXXXXX");
+	fd = mkstemp(copy);
+	assert_true(fd >= 0);
+	close(fd);
+	write_edited(in, lea_disp, (uint32_t)(b - lea_next), 4, copy);
+	assert_int_equal(spliced(in, from, copy), b);
+	/* an immediate changed (add eax, 2): the registers agree at the first
+	 * point */
+	write_edited(in, lea_next + 2, 0x02, 1, copy);
+	assert_int_equal(spliced(in, from, copy), a);
+	unlink(copy);
+	free_walk(from);
+	cp_image_close(in);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_registers_decide),
+	};
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_walk_points FIXTURE.so\n");
+		return 64;
+	}
+	fixture = argv[1];
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
