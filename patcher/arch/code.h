@@ -86,6 +86,10 @@ struct cp_code_visitor {
 	const uint64_t *cuts;
 	size_t ncuts;
 	bool (*on_cut)(void *ctx, uint64_t addr, const struct cp_code_state *st);
+	/* optional, with on_cut: the state the walk starts in, at an address
+	 * inside a function where on_cut reported it (else it starts as at a
+	 * function's start) */
+	const struct cp_code_state *from;
 };
 
 /* A decoder, and the last instruction it decoded (impl: the arch's). */

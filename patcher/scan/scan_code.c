@@ -659,6 +659,11 @@ bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
 	       (!w->marking || take_points(w, from, &m->at, &base, m->start, m->end));
 }
 
+bool cp_walk_take_upto(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p)
+{
+	return take_between(w, from, &from->marks[k].at, &p->at, from->marks[k].start, p->addr);
+}
+
 bool cp_walk_take_rest(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p)
 {
 	return take_between(w, from, &p->at, &from->marks[k + 1].at, p->addr, from->marks[k].end);

@@ -34,19 +34,26 @@ static bool same_bytes(const cp_image *a, const cp_image *b, uint64_t start, uin
 	return x && y && !memcmp(x, y, end - start);
 }
 
-/* One past the last byte that differs between a's and b's [start, end)
- * (start when none does). */
-static uint64_t changed_end(const cp_image *a, const cp_image *b, uint64_t start, uint64_t end)
+/* The first byte that differs between a's and b's [start, end), and one
+ * past the last (end and start when none does). */
+static void changed_bytes(const cp_image *a, const cp_image *b, uint64_t start, uint64_t end, uint64_t *first,
+			  uint64_t *last)
 {
 	const uint8_t *x = cp_image_va_bytes(a, start, end - start);
 	const uint8_t *y = cp_image_va_bytes(b, start, end - start);
-	uint64_t n = end - start;
+	uint64_t i = 0, n = end - start;
 
-	if (!x || !y)
-		return end;
-	while (n > 0 && x[n - 1] == y[n - 1])
+	if (!x || !y) {
+		*first = start;
+		*last = end;
+		return;
+	}
+	while (i < n && x[i] == y[i])
+		i++;
+	while (n > i && x[n - 1] == y[n - 1])
 		n--;
-	return start + n;
+	*first = start + i;
+	*last = start + n;
 }
 
 /* The units walked again, in address order. */
@@ -149,37 +156,67 @@ static bool meet(void *ctx, uint64_t addr, const struct cp_code_state *regs)
 	return true;
 }
 
-/* Unit k walked again, on to the end or to a point of the input's where
- * the walks meet, after which the input's findings are taken; *until:
- * where the walk again stopped. */
+/* The last of the input's points of unit k at or before addr from which its
+ * walk can be taken up (the unit entered in the input's state), or NULL. */
+static const struct cp_walk_point *resume_point(const struct cp_walk *w, const cp_scan *from, size_t k,
+						  uint64_t addr)
+{
+	const struct cp_walk_mark *m = &from->marks[k];
+	size_t i = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
+					 offsetof(struct cp_walk_point, addr), addr + 1);
+	struct cp_walk_state now;
+
+	cp_walk_state(w, &now);
+	if (!cp_walk_state_equal(&now, &m->at.state))
+		return NULL;
+	for (; i > 0 && from->points[i - 1].addr >= m->start; i--)
+		if (from->points[i - 1].at.state.npending <= CP_WALK_PENDING)
+			return &from->points[i - 1];
+	return NULL;
+}
+
+/* Unit k walked again: from the input's last point before its first
+ * changed byte (the input's findings before it taken), or from its start;
+ * on to its end or to a point of the input's after its last changed byte
+ * where the walks meet (the input's findings after it taken). *from_addr,
+ * *until: the span walked again. */
 static cp_status walk_again(struct cp_walk *w, struct cp_code_visitor *v, const cp_scan *from, size_t k,
-			    const cp_image *a, uint64_t *until, cp_error *err)
+			    const cp_image *a, uint64_t *from_addr, uint64_t *until, cp_error *err)
 {
 	const struct cp_walk_mark *m = &from->marks[k];
 	const cp_image *b = w->s->img;
-	uint64_t changed = changed_end(a, b, m->start, m->end), *cuts = NULL;
-	size_t first = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
-					     offsetof(struct cp_walk_point, addr), changed), i;
+	const struct cp_walk_point *start;
+	uint64_t first, last, *cuts = NULL;
+	size_t i, n;
 	cp_status st;
 
-	w->goal = &from->points[first];
-	for (w->ngoal = 0; first + w->ngoal < from->npoints && w->goal[w->ngoal].addr < m->end; w->ngoal++)
+	changed_bytes(a, b, m->start, m->end, &first, &last);
+	start = resume_point(w, from, k, first);
+	if (start && !cp_walk_take_upto(w, from, k, start))
+		w->oom = true;
+	i = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
+				  offsetof(struct cp_walk_point, addr), last);
+	w->goal = &from->points[i];
+	for (w->ngoal = 0; i + w->ngoal < from->npoints && w->goal[w->ngoal].addr < m->end; w->ngoal++)
 		;
 	w->met = NULL;
 	if (w->ngoal && m[1].at.state.npending <= CP_WALK_PENDING && (cuts = malloc(w->ngoal * sizeof(*cuts)))) {
-		for (i = 0; i < w->ngoal; i++)
-			cuts[i] = w->goal[i].addr;
+		for (n = 0; n < w->ngoal; n++)
+			cuts[n] = w->goal[n].addr;
 		v->cuts = cuts;
 		v->ncuts = w->ngoal;
 		v->on_cut = meet;
 	}
-	st = cp_code_walk(b, m->start, m->end, v, err);
+	v->from = start ? &start->regs : NULL;
+	*from_addr = start ? start->addr : m->start;
+	st = w->oom ? CP_OK : cp_code_walk(b, *from_addr, m->end, v, err);
 	v->cuts = NULL;
 	v->ncuts = 0;
 	v->on_cut = NULL;
+	v->from = NULL;
 	free(cuts);
 	*until = w->met ? w->met->addr : m->end;
-	if (!st && w->met && !cp_walk_take_rest(w, from, k, w->met))
+	if (!st && w->met && !w->oom && !cp_walk_take_rest(w, from, k, w->met))
 		w->oom = true;
 	return st;
 }
@@ -191,7 +228,7 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 	struct cp_code_visitor v;
 	struct spans again = { NULL, 0, 0 };
 	cp_status st = CP_OK;
-	uint64_t until;
+	uint64_t again_from, until;
 	size_t k, i;
 
 	cp_walk_start(&w, s, false, &v);
@@ -205,9 +242,9 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->at.state) &&
 		    m[1].at.state.npending <= CP_WALK_PENDING)
 			w.oom = !cp_walk_take_unit(&w, from, k);
-		else if (!(st = walk_again(&w, &v, from, k, a, &until, err)) &&
+		else if (!(st = walk_again(&w, &v, from, k, a, &again_from, &until, err)) &&
 			 !CP_GROW(again.v, again.cap, again.n + 1))
-			again.v[again.n++] = (struct span){ m->start, until };
+			again.v[again.n++] = (struct span){ again_from, until };
 		else if (!st)
 			w.oom = true;
 	}

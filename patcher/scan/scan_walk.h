@@ -87,7 +87,8 @@ bool cp_walk_sort_found(cp_scan *s);
  * and jumps, which the caller orders), and the walk put in the state the
  * unit leaves. false: out of memory. */
 bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k);
-/* The same for the rest of unit k from its point p on. */
+/* The same for unit k up to its point p, and for the rest of it from p on. */
+bool cp_walk_take_upto(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p);
 bool cp_walk_take_rest(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p);
 
 /* Appends a copy of import block b (the loads of it at [from, to)) to s,

@@ -8,8 +8,9 @@
  * end; the test retargets that lea in a copy, and the spliced walk of the
  * copy must find what a walk of all its code finds (the call's argument the
  * new string), which the check proves (full_check). An edit that leaves the
- * registers alone (an immediate) must splice to the same as well. No
- * corpus needed.
+ * registers alone (an immediate) must splice to the same as well, and one
+ * after the last point, which the walk again starts from in the state the
+ * input's walk recorded there. No corpus needed.
  *
  * usage: test_walk_points FIXTURE.so
  */
@@ -132,6 +133,10 @@ static void test_registers_decide(void **state)
 	/* an immediate changed (add eax, 2): the registers agree at the first
 	 * point */
 	write_edited(in, lea_next + 2, 0x02, 1, copy);
+	assert_int_equal(spliced(in, from, copy), a);
+	/* the last add's immediate: the walk again starts at the last point,
+	 * in the state recorded there (rbx still a's address) */
+	write_edited(in, lea_next + 3 * 5999 + 2, 0x02, 1, copy);
 	assert_int_equal(spliced(in, from, copy), a);
 	unlink(copy);
 	free_walk(from);

@@ -344,6 +344,16 @@ static void state_of(const struct walk *w, struct cp_code_state *st)
 	}
 }
 
+static void load_state(struct walk *w, const struct cp_code_state *st)
+{
+	int r;
+
+	for (r = 0; r < 16; r++) {
+		w->reg[r] = (struct cp_val){ st->kind[r], st->v[r], st->origin[r] };
+		w->hoisted[r] = (struct cp_val){ st->kind[16 + r], st->v[16 + r], st->origin[16 + r] };
+	}
+}
+
 /* At the first instruction at or after a cut: the visitor is told where
  * the walk stands; true when it stops the walk. */
 static bool at_cut(struct walk *w, uint64_t addr)
@@ -384,7 +394,7 @@ static size_t room(const struct walk *w, uint64_t addr, size_t left)
  * at the function (walk_local: the threaded walk and the check's splice).
  */
 static bool walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_section *s, uint64_t start,
-		       uint64_t end)
+		       uint64_t end, const struct cp_code_state *from)
 {
 	const uint8_t *code = cp_image_bytes(w->img, s->offset + (start - s->addr), end - start);
 	size_t pos = 0, size = end - start;
@@ -395,6 +405,8 @@ static bool walk_range(struct walk *w, const ZydisDecoder *dec, const struct cp_
 		return false;
 	reset(w);
 	memset(w->hoisted, 0, sizeof(w->hoisted));
+	if (from)
+		load_state(w, from);
 	w->next_func = cp_image_func_after(w->img, start);
 	w->next_cut = w->v->on_cut ? cp_first_key_at_least(w->v->cuts, w->v->ncuts, sizeof(uint64_t), 0, start) : 0;
 	while (pos < size) {
@@ -439,7 +451,8 @@ cp_status cp_x86_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 	for (i = 0; i < img->nsec; i++) {
 		uint64_t a, b;
 
-		if (cp_walk_span(&img->sec[i], start, end, &a, &b) && walk_range(&w, &dec, &img->sec[i], a, b))
+		if (cp_walk_span(&img->sec[i], start, end, &a, &b) &&
+		    walk_range(&w, &dec, &img->sec[i], a, b, a == start ? v->from : NULL))
 			break; /* stopped at a cut */
 	}
 	return CP_OK;
