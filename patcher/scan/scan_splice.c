@@ -18,7 +18,6 @@
  * and compares, which is how the tests prove it on every module.
  */
 #include "scan/scan_walk.h"
-#include "util/big_array.h"
 #include "util/error.h"
 #include "util/sort.h"
 
@@ -54,92 +53,6 @@ static void changed_bytes(const cp_image *a, const cp_image *b, uint64_t start, 
 		n--;
 	*first = start + i;
 	*last = start + n;
-}
-
-/* The units walked again, in address order. */
-struct spans {
-	struct span {
-		uint64_t start, end;
-	} *v;
-	size_t n, cap;
-};
-
-/* Whether addr lies in one of the units walked again. */
-static bool walked_again(const struct spans *again, uint64_t addr)
-{
-	size_t lo = 0, hi = again->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (again->v[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < again->n && again->v[lo].start <= addr;
-}
-
-/* Two sorted lists into *dst: what the walks again found (*dst, sorted
- * here) and from's entries in the units taken (not walked again), which
- * are in order already. */
-struct sorted_list {
-	void **dst;
-	size_t *n, *cap;
-	const void *from;
-	size_t nfrom;
-	const struct cp_walk_order *order;
-};
-
-static bool taken(const struct spans *again, const struct sorted_list *l, size_t i)
-{
-	uint64_t addr;
-
-	memcpy(&addr, (const char *)l->from + i * l->order->size + l->order->addr_at, sizeof(addr));
-	return !walked_again(again, addr);
-}
-
-static bool merge(const struct spans *again, const struct sorted_list *l)
-{
-	size_t i = 0, j = 0, n = 0, m = *l->n, size = l->order->size, cap = 0;
-	char *out = NULL, *mine = *l->dst;
-
-	if (cp_big_grow(&out, &cap, m + l->nfrom + 1, size))
-		return false;
-	if (!cp_walk_sort(mine, m, l->order)) {
-		cp_big_free(out, cap, size);
-		return false;
-	}
-	while (i < l->nfrom || j < m) {
-		const char *x = (const char *)l->from + i * size;
-
-		if (i < l->nfrom && !taken(again, l, i)) {
-			i++;
-			continue;
-		}
-		if (j == m || (i < l->nfrom && cp_walk_order_cmp(l->order, x, mine + j * size) <= 0)) {
-			memcpy(out + n++ * size, x, size);
-			i++;
-		} else {
-			memcpy(out + n++ * size, mine + j++ * size, size);
-		}
-	}
-	cp_big_free(*l->dst, *l->cap, size);
-	*l->dst = out;
-	*l->n = n;
-	*l->cap = cap;
-	return true;
-}
-
-/* from's xrefs and jumps in the units taken, merged with the new ones. */
-static bool take_sorted(cp_scan *s, const cp_scan *from, const struct spans *again)
-{
-	struct sorted_list x = { (void **)&s->xrefs, &s->nxrefs, &s->capxrefs, from->xrefs, from->nxrefs,
-				 &cp_walk_xref_order };
-	struct sorted_list j = { (void **)&s->jumps, &s->njumps, &s->capjumps, from->jumps, from->njumps,
-				 &cp_walk_jump_order };
-
-	return merge(again, &x) && merge(again, &j);
 }
 
 /* The walk at one of the cuts of a unit walked again: stops where it meets
@@ -226,7 +139,7 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 	const cp_image *b = s->img;
 	struct cp_walk w;
 	struct cp_code_visitor v;
-	struct spans again = { NULL, 0, 0 };
+	struct cp_walk_spans again = { NULL, 0, 0 };
 	cp_status st = CP_OK;
 	uint64_t again_from, until;
 	size_t k, i;
@@ -242,11 +155,8 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->at.state) &&
 		    m[1].at.state.npending <= CP_WALK_PENDING)
 			w.oom = !cp_walk_take_unit(&w, from, k);
-		else if (!(st = walk_again(&w, &v, from, k, a, &again_from, &until, err)) &&
-			 !CP_GROW(again.v, again.cap, again.n + 1))
-			again.v[again.n++] = (struct span){ again_from, until };
-		else if (!st)
-			w.oom = true;
+		else if (!(st = walk_again(&w, &v, from, k, a, &again_from, &until, err)))
+			w.oom = !cp_walk_spans_add(&again, again_from, until);
 	}
 	/* code the output adds (the fallback stub's) */
 	for (i = 0; !st && !w.oom && i < b->nsec; i++) {
@@ -256,7 +166,7 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 			st = cp_code_walk(b, x, y, &v, err);
 	}
 	if (!st && !w.oom)
-		w.oom = !take_sorted(s, from, &again);
+		w.oom = !cp_walk_merge_found(s, from, &again);
 	free(again.v);
 	return st ? st : cp_walk_end(&w, true, err);
 }

@@ -20,7 +20,6 @@
 
 #include <assert.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +98,7 @@ static void *walk_run(void *arg)
 	if (!r->st)
 		cp_scan_frames_guess_from(r->whole, p);
 	if (!r->st)
-		r->st = cp_walk_end(&w, true, &r->err); /* left in the walk's order */
+		r->st = cp_walk_end(&w, false, &r->err); /* sorted here, on its thread */
 	return NULL;
 }
 
@@ -125,41 +124,14 @@ static bool start_run(cp_scan *s, struct run *r, size_t first, size_t end)
 	return true;
 }
 
-static uint64_t addr_of(const void *list, size_t i, size_t size, size_t addr_at)
-{
-	uint64_t a;
-
-	memcpy(&a, (const char *)list + i * size + addr_at, sizeof(a));
-	return a;
-}
-
-/* Appends the entries of list (in address order) at or after *at whose
- * address is in [start, end) when take, and moves *at past them. */
-static bool take_span(void **dst, size_t *n, size_t *cap, const void *list, size_t len, size_t size,
-		      size_t addr_at, size_t *at, uint64_t start, uint64_t end, bool take)
-{
-	size_t i = *at, from;
-
-	while (i < len && addr_of(list, i, size, addr_at) < start)
-		i++;
-	for (from = i; i < len && addr_of(list, i, size, addr_at) < end; i++)
-		;
-	*at = i;
-	if (!take || i == from)
-		return true;
-	if (cp_big_grow(dst, cap, *n + (i - from), size))
-		return false;
-	memcpy((char *)*dst + *n * size, (const char *)list + from * size, (i - from) * size);
-	*n += i - from;
-	return true;
-}
-
-/* Run r joined to the walk w of s: each unit taken, or walked again. */
-static cp_status join_run(struct cp_walk *w, const struct cp_code_visitor *v, struct run *r, cp_error *err)
+/* Run r joined to the walk w of s: each unit taken, or walked again (a
+ * span of again). Its xrefs and jumps are merged after (walk_merge.c). */
+static cp_status join_run(struct cp_walk *w, const struct cp_code_visitor *v, struct run *r,
+			  struct cp_walk_spans *again, cp_error *err)
 {
 	cp_scan *s = w->s;
 	const cp_scan *p = &r->part;
-	size_t j, xi = 0, ji = 0;
+	size_t j;
 	cp_status st = CP_OK;
 
 	for (j = 0; !st && !w->oom && j < p->nmarks; j++) {
@@ -170,15 +142,10 @@ static cp_status join_run(struct cp_walk *w, const struct cp_code_visitor *v, st
 		cp_walk_enter_unit(w, r->first + j);
 		cp_walk_state(w, &now);
 		take = cp_walk_state_equal(&now, &m->at.state) && m[1].at.state.npending <= CP_WALK_PENDING;
-		if (!take_span((void **)&s->xrefs, &s->nxrefs, &s->capxrefs, p->xrefs, p->nxrefs, sizeof(*p->xrefs),
-			       offsetof(struct cp_xref, addr), &xi, m->start, m->end, take) ||
-		    !take_span((void **)&s->jumps, &s->njumps, &s->capjumps, p->jumps, p->njumps, sizeof(*p->jumps),
-			       offsetof(struct cp_jump, from), &ji, m->start, m->end, take))
-			w->oom = true;
-		else if (take)
+		if (take)
 			w->oom = !cp_walk_take_unit(w, p, j);
-		else
-			st = cp_code_walk(s->img, m->start, m->end, v, err);
+		else if (!(st = cp_code_walk(s->img, m->start, m->end, v, err)))
+			w->oom = !cp_walk_spans_add(again, m->start, m->end);
 	}
 	return st ? st : w->oom ? cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path) : CP_OK;
 }
@@ -189,6 +156,7 @@ static cp_status walk_threads(cp_scan *s, unsigned n, cp_error *err)
 	size_t cut[MAX_THREADS + 1], nruns, k;
 	struct cp_walk w;
 	struct cp_code_visitor v;
+	struct cp_walk_spans again = { NULL, 0, 0 };
 	cp_status st = CP_OK;
 	bool oom = false;
 
@@ -201,14 +169,20 @@ static cp_status walk_threads(cp_scan *s, unsigned n, cp_error *err)
 		st = cp_code_walk(s->img, s->marks[0].start, s->marks[cut[1] - 1].end, &v, err);
 	if (!st && !oom)
 		cp_scan_frames_guess_from(s, s);
+	/* its own in their order while the other runs end */
+	if (!st && !oom)
+		oom = !cp_walk_sort_found(s);
 	for (k = 1; k < nruns; k++) {
 		if (runs[k].running)
 			pthread_join(runs[k].thread, NULL);
 		if (!st && !oom && runs[k].st)
 			st = cp_fail(err, runs[k].err.code, "%s", runs[k].err.msg);
 		if (!st && !oom)
-			st = join_run(&w, &v, &runs[k], err);
+			st = join_run(&w, &v, &runs[k], &again, err);
 	}
+	for (k = 1; !st && !oom && k < nruns; k++)
+		oom = !cp_walk_merge_found(s, &runs[k].part, &again);
+	free(again.v);
 	for (k = 1; k < nruns; k++) {
 		runs[k].part.path = NULL;
 		runs[k].part.cuts = NULL;
@@ -216,7 +190,7 @@ static cp_status walk_threads(cp_scan *s, unsigned n, cp_error *err)
 	}
 	if (!st && oom)
 		st = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	return st ? st : cp_walk_end(&w, false, err);
+	return st ? st : cp_walk_end(&w, true, err);
 }
 
 cp_status cp_scan_code(cp_scan *s, cp_error *err)

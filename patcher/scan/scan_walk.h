@@ -82,6 +82,19 @@ int cp_walk_order_cmp(const struct cp_walk_order *o, const void *a, const void *
 /* Sorts s->xrefs and s->jumps into their orders; false: out of memory. */
 bool cp_walk_sort_found(cp_scan *s);
 
+/* walk_merge.c: spans of code walked again, in address order. */
+struct cp_walk_spans {
+	struct cp_walk_span {
+		uint64_t start, end;
+	} *v;
+	size_t n, cap;
+};
+bool cp_walk_spans_add(struct cp_walk_spans *s, uint64_t start, uint64_t end);
+/* s's xrefs and jumps (sorted into their orders here, unless they are
+ * already) merged with from's (in their orders already) outside the spans
+ * walked again; false: out of memory. */
+bool cp_walk_merge_found(cp_scan *s, const cp_scan *from, const struct cp_walk_spans *again);
+
 /* Unit k of from's walk (from->marks[k]), taken: its calls, uses, derived
  * references and import blocks appended to the walk's scan (not its xrefs
  * and jumps, which the caller orders), and the walk put in the state the
