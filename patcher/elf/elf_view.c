@@ -77,10 +77,11 @@ static cp_status index_sections(cp_image *img, cp_error *err)
 	qsort(img->mapped, n, sizeof(*img->mapped), by_addr);
 	for (i = 0; i < n; i++) {
 		const struct cp_mapped_section *m = &img->mapped[i];
-		/* validate.c does not bound a section's addresses: a wrap reaches all */
-		uint64_t end = m->addr + m->size < m->addr ? UINT64_MAX : m->addr + m->size;
+		/* validate.c does not bound a section's addresses: its last may be
+		 * the last of the address space (size is not 0 here) */
+		uint64_t last = m->size - 1 > UINT64_MAX - m->addr ? UINT64_MAX : m->addr + (m->size - 1);
 
-		reach = end > reach ? end : reach;
+		reach = last > reach ? last : reach;
 		img->mapped[i].reach = reach;
 	}
 	img->nmapped = n;

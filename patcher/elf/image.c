@@ -113,7 +113,7 @@ const struct cp_section *cp_image_section_at(const cp_image *img, uint64_t va)
 		else
 			hi = mid;
 	}
-	for (; lo > 0 && m[lo - 1].reach > va; lo--)
+	for (; lo > 0 && m[lo - 1].reach >= va; lo--)
 		if (va - m[lo - 1].addr < m[lo - 1].size && m[lo - 1].sec < best)
 			best = m[lo - 1].sec;
 	return best == SIZE_MAX ? NULL : &img->sec[best];

@@ -27,8 +27,9 @@ struct cp_section {
 };
 
 /* A mapped section in the address index (cp_image_section_at): its range,
- * its index in img->sec, and the highest end of any section up to it
- * (sections may overlap: that of a lower index wins, as in the table). */
+ * its index in img->sec, and the highest last address of any section up
+ * to it (sections may overlap: that of a lower index wins, as in the
+ * table). */
 struct cp_mapped_section {
 	uint64_t addr, size, reach;
 	size_t sec;

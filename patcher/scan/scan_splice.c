@@ -69,8 +69,11 @@ static bool meet(void *ctx, uint64_t addr, const struct cp_code_state *regs)
 	return true;
 }
 
-/* The last of the input's points of unit k at or before addr from which its
- * walk can be taken up (the unit entered in the input's state), or NULL. */
+/* The last of the input's points of unit k from which its walk can be taken
+ * up (the unit entered in the input's state) before the changed byte at
+ * first, or NULL: an instruction that did not decode before the point was
+ * read up to an instruction's length on, so the point lies that far before
+ * the change. */
 static const struct cp_walk_point *resume_point(const struct cp_walk *w, const cp_scan *from, size_t k,
 						  uint64_t addr)
 {
@@ -104,7 +107,7 @@ static cp_status walk_again(struct cp_walk *w, struct cp_code_visitor *v, const 
 	cp_status st;
 
 	changed_bytes(a, b, m->start, m->end, &first, &last);
-	start = resume_point(w, from, k, first);
+	start = first - m->start >= b->arch->max_insn ? resume_point(w, from, k, first - b->arch->max_insn) : NULL;
 	if (start && !cp_walk_take_upto(w, from, k, start))
 		w->oom = true;
 	i = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
@@ -156,7 +159,7 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 		    m[1].at.state.npending <= CP_WALK_PENDING)
 			w.oom = !cp_walk_take_unit(&w, from, k);
 		else if (!(st = walk_again(&w, &v, from, k, a, &again_from, &until, err)))
-			w.oom = !cp_walk_spans_add(&again, again_from, until);
+			w.oom = !cp_walk_spans_add(&again, again_from, until) || w.oom;
 	}
 	/* code the output adds (the fallback stub's) */
 	for (i = 0; !st && !w.oom && i < b->nsec; i++) {

@@ -145,7 +145,7 @@ static cp_status join_run(struct cp_walk *w, const struct cp_code_visitor *v, st
 		if (take)
 			w->oom = !cp_walk_take_unit(w, p, j);
 		else if (!(st = cp_code_walk(s->img, m->start, m->end, v, err)))
-			w->oom = !cp_walk_spans_add(again, m->start, m->end);
+			w->oom = !cp_walk_spans_add(again, m->start, m->end) || w->oom;
 	}
 	return st ? st : w->oom ? cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path) : CP_OK;
 }

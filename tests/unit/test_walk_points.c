@@ -10,7 +10,10 @@
  * new string), which the check proves (full_check). An edit that leaves the
  * registers alone (an immediate) must splice to the same as well, and one
  * after the last point, which the walk again starts from in the state the
- * input's walk recorded there. No corpus needed.
+ * input's walk recorded there. And the points are the same whether the
+ * walk came from the function before or began at it (a thread's run): a
+ * cut inside a function's last instruction makes none at the next
+ * function's start. No corpus needed.
  *
  * usage: test_walk_points FIXTURE.so
  */
@@ -49,8 +52,9 @@ static cp_image *open_image(const char *path)
 	return img;
 }
 
-/* The walk of all of img's code, with its units and points. */
-static cp_scan *walk(const cp_image *img)
+/* The walk of all of img's code, with its units and points, on that many
+ * threads (one: a single walk). */
+static cp_scan *walk_on(const cp_image *img, unsigned threads)
 {
 	cp_scan *s = calloc(1, sizeof(*s));
 	cp_error err;
@@ -58,9 +62,26 @@ static cp_scan *walk(const cp_image *img)
 	assert_non_null(s);
 	s->img = img;
 	s->path = strdup(img->path);
+	s->threads = threads;
 	if (cp_scan_code(s, &err))
 		fail_msg("%s", err.msg);
 	return s;
+}
+
+static cp_scan *walk(const cp_image *img)
+{
+	return walk_on(img, 1);
+}
+
+/* The first of s's points in [start, end), or NULL. */
+static const struct cp_walk_point *first_point_in(const cp_scan *s, uint64_t start, uint64_t end)
+{
+	size_t i;
+
+	for (i = 0; i < s->npoints; i++)
+		if (s->points[i].addr >= start && s->points[i].addr < end)
+			return &s->points[i];
+	return NULL;
 }
 
 static void free_walk(cp_scan *s)
@@ -122,8 +143,8 @@ static void test_registers_decide(void **state)
 
 	(void)state;
 	/* the walk recorded points after the lea, rbx holding a's address */
-	assert_true(from->npoints >= 2);
-	assert_true(from->points[0].addr > lea_next);
+	assert_non_null(first_point_in(from, big, symbol(in, "cp_points_f")));
+	assert_true(first_point_in(from, big, symbol(in, "cp_points_f"))->addr > lea_next);
 	snprintf(copy, sizeof(copy), "/tmp/test_walk_points.XXXXXX");
 	fd = mkstemp(copy);
 	assert_true(fd >= 0);
@@ -143,10 +164,33 @@ static void test_registers_decide(void **state)
 	cp_image_close(in);
 }
 
+static void test_points_where_runs_begin(void **state)
+{
+	cp_image *in = open_image(fixture);
+	cp_scan *one = walk_on(in, 1), *two = walk_on(in, 2);
+	uint64_t edge = symbol(in, "cp_points_edge"), g = symbol(in, "cp_points_g");
+	size_t i;
+
+	(void)state;
+	/* the second run begins at cp_points_g (the first holds over half the
+	 * code); the single walk comes to it from cp_points_edge's last
+	 * instruction, which holds a cut */
+	assert_int_equal(g - edge, 24580);
+	assert_non_null(first_point_in(one, edge, g));
+	assert_null(first_point_in(one, g, g + 1));
+	assert_int_equal(one->npoints, two->npoints);
+	for (i = 0; i < one->npoints; i++)
+		assert_int_equal(one->points[i].addr, two->points[i].addr);
+	free_walk(one);
+	free_walk(two);
+	cp_image_close(in);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registers_decide),
+		cmocka_unit_test(test_points_where_runs_begin),
 	};
 
 	if (argc != 2) {

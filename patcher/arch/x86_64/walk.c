@@ -355,20 +355,26 @@ static void load_state(struct walk *w, const struct cp_code_state *st)
 }
 
 /* At the first instruction at or after a cut: the visitor is told where
- * the walk stands; true when it stops the walk. */
+ * the walk stands; true when it stops the walk. A cut that the function it
+ * lies in ends after, inside its last instruction, is passed over: a walk
+ * begun at the next function (a thread's run, a unit walked again) does
+ * not meet it, and the point would be that function's start. */
 static bool at_cut(struct walk *w, uint64_t addr)
 {
 	const struct cp_code_visitor *v = w->v;
+	uint64_t here = w->next_func ? w->img->func[w->next_func - 1] : 0; /* enter() has passed it */
 	struct cp_code_state st;
-	bool stop;
+	bool late;
 
 	if (w->next_cut >= v->ncuts || v->cuts[w->next_cut] > addr)
 		return false;
-	while (w->next_cut < v->ncuts && v->cuts[w->next_cut] <= addr)
-		w->next_cut++;
+	do
+		late = v->cuts[w->next_cut++] < here;
+	while (w->next_cut < v->ncuts && v->cuts[w->next_cut] <= addr);
+	if (late)
+		return false;
 	state_of(w, &st);
-	stop = v->on_cut(w->v->ctx, addr, &st);
-	return stop;
+	return v->on_cut(w->v->ctx, addr, &st);
 }
 
 /* Bytes from addr that one instruction may take: up to the next function
