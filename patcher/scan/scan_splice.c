@@ -112,7 +112,7 @@ static cp_status walk_again(struct cp_walk *w, struct cp_code_visitor *v, const 
 		w->oom = true;
 	i = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
 				  offsetof(struct cp_walk_point, addr), last);
-	w->goal = &from->points[i];
+	w->goal = i < from->npoints ? &from->points[i] : NULL;
 	for (w->ngoal = 0; i + w->ngoal < from->npoints && w->goal[w->ngoal].addr < m->end; w->ngoal++)
 		;
 	w->met = NULL;

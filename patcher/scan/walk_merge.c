@@ -68,7 +68,8 @@ static bool merge(const struct cp_walk_spans *again, const struct sorted_list *l
 		return false;
 	}
 	while (i < l->nfrom || j < m) {
-		const char *x = (const char *)l->from + i * size;
+		/* from may be NULL with nothing in it: no pointer made into it then */
+		const char *x = i < l->nfrom ? (const char *)l->from + i * size : NULL;
 
 		if (i < l->nfrom && !taken(again, l, i)) {
 			i++;
