@@ -421,13 +421,15 @@ static bool add_cuts(cp_scan *s)
 	size_t k, cap = 0;
 	uint64_t a;
 
-	for (k = 0; k < s->nmarks; k++)
-		for (a = s->marks[k].start + CP_WALK_CUT;
-		     s->marks[k].end - s->marks[k].start >= 2 * CP_WALK_CUT && a < s->marks[k].end; a += CP_WALK_CUT) {
+	for (k = 0; k < s->nmarks; k++) {
+		if (s->marks[k].end - s->marks[k].start < 2 * CP_WALK_CUT)
+			continue;
+		for (a = s->marks[k].start + CP_WALK_CUT; a < s->marks[k].end; a += CP_WALK_CUT) {
 			if (CP_GROW(s->cuts, cap, s->ncuts + 1))
 				return false;
 			s->cuts[s->ncuts++] = a;
 		}
+	}
 	return true;
 }
 

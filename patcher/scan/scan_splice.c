@@ -7,11 +7,14 @@
  * (struct cp_walk_point). The output's walk goes unit by unit: a unit
  * whose bytes are the same in both, entered in the same state, is found to
  * hold what the input's walk found there, which is taken; any other unit is
- * walked again, up to the first of the input's points at or after the last
- * byte an edit changed in it where the walk stands as the input's stood
- * (the same state, the same tracked registers): from there on the bytes and
- * the state are the same, and the input's findings are taken. A Cython
- * module's init function is half a megabyte, its imports near its start. Where an architecture's walk of a function
+ * walked again, only near its changes: from the input's last point an
+ * instruction's length before the first changed byte, in the state the
+ * input's walk recorded there (the input's findings before it taken), up
+ * to the first of its points after the last changed byte where the walk
+ * stands as the input's stood (the same state, the same tracked registers):
+ * from there on the bytes and the state are the same, and the input's
+ * findings are taken. A Cython module's init function is half a megabyte,
+ * its imports near its start. Where an architecture's walk of a function
  * reads only that function and the image's tables (struct
  * cp_arch.walk_local) and the tables are the same (cp_code_walk_tables_same),
  * this is what a walk of all code finds; full_check walks all code as well
@@ -69,35 +72,29 @@ static bool meet(void *ctx, uint64_t addr, const struct cp_code_state *regs)
 	return true;
 }
 
-/* The last of the input's points of unit k from which its walk can be taken
- * up (the unit entered in the input's state) before the changed byte at
- * first, or NULL: an instruction that did not decode before the point was
- * read up to an instruction's length on, so the point lies that far before
- * the change. */
-static const struct cp_walk_point *resume_point(const struct cp_walk *w, const cp_scan *from, size_t k,
-						  uint64_t addr)
+/* The last of the input's points of unit k at or before addr from which
+ * its walk can be taken up, or NULL. */
+static const struct cp_walk_point *resume_point(const cp_scan *from, size_t k, uint64_t addr)
 {
 	const struct cp_walk_mark *m = &from->marks[k];
 	size_t i = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
 					 offsetof(struct cp_walk_point, addr), addr + 1);
-	struct cp_walk_state now;
 
-	cp_walk_state(w, &now);
-	if (!cp_walk_state_equal(&now, &m->at.state))
-		return NULL;
 	for (; i > 0 && from->points[i - 1].addr >= m->start; i--)
 		if (from->points[i - 1].at.state.npending <= CP_WALK_PENDING)
 			return &from->points[i - 1];
 	return NULL;
 }
 
-/* Unit k walked again: from the input's last point before its first
- * changed byte (the input's findings before it taken), or from its start;
- * on to its end or to a point of the input's after its last changed byte
- * where the walks meet (the input's findings after it taken). *from_addr,
- * *until: the span walked again. */
+/* Unit k walked again: when entered in the input's state (alike), from
+ * the input's last point an instruction's length before its first changed
+ * byte (a decode that failed before the point read that far on; the
+ * input's findings before it taken), else from its start; on to its end or
+ * to a point of the input's after its last changed byte where the walks
+ * meet (the input's findings after it taken). *from_addr, *until: the span
+ * walked again. */
 static cp_status walk_again(struct cp_walk *w, struct cp_code_visitor *v, const cp_scan *from, size_t k,
-			    const cp_image *a, uint64_t *from_addr, uint64_t *until, cp_error *err)
+			    const cp_image *a, bool alike, uint64_t *from_addr, uint64_t *until, cp_error *err)
 {
 	const struct cp_walk_mark *m = &from->marks[k];
 	const cp_image *b = w->s->img;
@@ -107,7 +104,8 @@ static cp_status walk_again(struct cp_walk *w, struct cp_code_visitor *v, const 
 	cp_status st;
 
 	changed_bytes(a, b, m->start, m->end, &first, &last);
-	start = first - m->start >= b->arch->max_insn ? resume_point(w, from, k, first - b->arch->max_insn) : NULL;
+	start = alike && first - m->start >= b->arch->max_insn ? resume_point(from, k, first - b->arch->max_insn)
+								: NULL;
 	if (start && !cp_walk_take_upto(w, from, k, start))
 		w->oom = true;
 	i = cp_first_key_at_least(from->points, from->npoints, sizeof(*from->points),
@@ -151,14 +149,15 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 	for (k = 0; !st && !w.oom && k < from->nmarks; k++) {
 		const struct cp_walk_mark *m = &from->marks[k];
 		struct cp_walk_state now;
+		bool alike;
 
 		cp_walk_state(&w, &now);
+		alike = cp_walk_state_equal(&now, &m->at.state);
 		/* taken: the same bytes entered the same way, and a state at
 		 * its end that the walk can take up */
-		if (same_bytes(a, b, m->start, m->end) && cp_walk_state_equal(&now, &m->at.state) &&
-		    m[1].at.state.npending <= CP_WALK_PENDING)
+		if (alike && same_bytes(a, b, m->start, m->end) && m[1].at.state.npending <= CP_WALK_PENDING)
 			w.oom = !cp_walk_take_unit(&w, from, k);
-		else if (!(st = walk_again(&w, &v, from, k, a, &again_from, &until, err)))
+		else if (!(st = walk_again(&w, &v, from, k, a, alike, &again_from, &until, err)))
 			w.oom = !cp_walk_spans_add(&again, again_from, until) || w.oom;
 	}
 	/* code the output adds (the fallback stub's) */

@@ -8,7 +8,9 @@
 #include "scan/scan_walk.h"
 #include "util/big_array.h"
 #include "util/error.h"
+#include "util/sort.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,17 +26,12 @@ bool cp_walk_spans_add(struct cp_walk_spans *s, uint64_t start, uint64_t end)
 /* Whether addr lies in one of the spans walked again. */
 static bool walked_again(const struct cp_walk_spans *again, uint64_t addr)
 {
-	size_t lo = 0, hi = again->n;
+	/* the first span ending past addr (an instruction's address is never
+	 * the last of the address space) */
+	size_t i = cp_first_key_at_least(again->v, again->n, sizeof(*again->v), offsetof(struct cp_walk_span, end),
+					 addr + 1);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (again->v[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < again->n && again->v[lo].start <= addr;
+	return i < again->n && again->v[i].start <= addr;
 }
 
 /* Two sorted lists into *dst: *dst's own (sorted here, unless they are

@@ -374,7 +374,7 @@ static bool at_cut(struct walk *w, uint64_t addr)
 	if (late)
 		return false;
 	state_of(w, &st);
-	return v->on_cut(w->v->ctx, addr, &st);
+	return v->on_cut(v->ctx, addr, &st);
 }
 
 /* Bytes from addr that one instruction may take: up to the next function
