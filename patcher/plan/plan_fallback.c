@@ -18,6 +18,7 @@
 #include "stub/fallback_abi.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,10 @@ struct fb {
 	size_t nsites, capsites;
 	uint64_t bad_ref;           /* a redirected slot used otherwise than by a call or a load */
 	bool need[NREDIRECTS];      /* which redirects this file needs */
+	struct {                    /* redirect_of by a name's address (use_redirect) */
+		const char *name;
+		int redirect;
+	} seen[512];
 	bool oom;
 	/* the context under construction */
 	uint8_t *ctx;
@@ -115,22 +120,43 @@ static void add_site(struct fb *f, uint64_t addr, int redirect, bool load)
  * a redirected function's GOT slot takes the thunk's address instead where
  * the machine can say so (so whatever the register feeds calls the stub);
  * any other use of the slot is refused. */
+/* redirect_of(name), remembered by the name's address: the uses of one
+ * imported function share its name in the image's table, and a module
+ * has a hundred thousand of them. A slot taken by another name is
+ * overwritten. */
+static int use_redirect(struct fb *f, const char *name)
+{
+	const size_t n = sizeof(f->seen) / sizeof(f->seen[0]);
+	size_t h = (size_t)(((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15ull) >> 32) % n;
+
+	if (f->seen[h].name != name) {
+		f->seen[h].name = name;
+		f->seen[h].redirect = redirect_of(name);
+	}
+	return f->seen[h].redirect;
+}
+
+/* A use of a redirected function's name or slot outside the PLT (the
+ * PLT's own jumps through the slots stay): looked up only for those, a
+ * few among the module's hundred thousand uses. */
 static void on_use(struct fb *f, const struct cp_slot_use *u)
 {
-	int r = redirect_of(u->name);
+	const cp_image *img = f->pl->img;
 	size_t i;
 
-	if (in_plt(f->pl->img, u->addr))
-		return;
 	if (u->name) {
-		if (r >= 0 && f->need[r])
+		int r = use_redirect(f, u->name);
+
+		if (r >= 0 && f->need[r] && !in_plt(img, u->addr))
 			add_site(f, u->addr, r, false);
 		return;
 	}
 	for (i = 0; i < NREDIRECTS; i++) {
 		if (!f->need[i] || !f->slot[redirects[i].api] || u->slot != f->slot[redirects[i].api])
 			continue;
-		if (u->ref == CP_REF_LOAD && f->pl->img->arch->load_rewrite)
+		if (in_plt(img, u->addr))
+			return;
+		if (u->ref == CP_REF_LOAD && img->arch->load_rewrite)
 			add_site(f, u->addr, (int)i, true);
 		else if (!f->bad_ref)
 			f->bad_ref = u->addr;

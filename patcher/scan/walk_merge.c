@@ -26,11 +26,14 @@ bool cp_walk_spans_add(struct cp_walk_spans *s, uint64_t start, uint64_t end)
 /* Whether addr lies in one of the spans walked again. */
 static bool walked_again(const struct cp_walk_spans *again, uint64_t addr)
 {
+	size_t i;
+
+	/* most records lie outside all of them */
+	if (!again->n || addr < again->v[0].start || addr >= again->v[again->n - 1].end)
+		return false;
 	/* the first span ending past addr (an instruction's address is never
 	 * the last of the address space) */
-	size_t i = cp_first_key_at_least(again->v, again->n, sizeof(*again->v), offsetof(struct cp_walk_span, end),
-					 addr + 1);
-
+	i = cp_first_key_at_least(again->v, again->n, sizeof(*again->v), offsetof(struct cp_walk_span, end), addr + 1);
 	return i < again->n && again->v[i].start <= addr;
 }
 
@@ -45,39 +48,82 @@ struct sorted_list {
 	const struct cp_walk_order *order;
 };
 
-static bool taken(const struct cp_walk_spans *again, const struct sorted_list *l, size_t i)
+/* The first of the n records of a at or after lo that comes after x in
+ * order o (or, with !ties, after or with it): found by galloping, since
+ * the two lists interleave in long runs (each run's jumps target its own
+ * code). */
+static size_t first_after(const struct cp_walk_order *o, const char *a, size_t lo, size_t n, const char *x,
+			  bool ties)
 {
-	uint64_t addr;
+	int limit = ties ? 0 : -1; /* a[k] goes first while cmp(a[k], x) <= limit */
+	size_t hi = lo, step = 1;
 
-	memcpy(&addr, (const char *)l->from + i * l->order->size + l->order->addr_at, sizeof(addr));
-	return !walked_again(again, addr);
+	while (hi < n && cp_walk_order_cmp(o, a + hi * o->size, x) <= limit) {
+		lo = hi + 1;
+		hi += step;
+		step *= 2;
+	}
+	if (hi > n)
+		hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cp_walk_order_cmp(o, a + mid * o->size, x) <= limit)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
+/* from's entries [i, p) outside the spans walked again, copied to out in
+ * runs; how many. */
+static size_t copy_taken(const struct cp_walk_spans *again, const struct sorted_list *l, size_t i, size_t p,
+			 char *out)
+{
+	const size_t size = l->order->size;
+	const char *from = l->from;
+	size_t n = 0, run = i;
+	uint64_t addr;
+
+	for (; i < p; i++) {
+		memcpy(&addr, from + i * size + l->order->addr_at, sizeof(addr));
+		if (!walked_again(again, addr))
+			continue;
+		memcpy(out + n * size, from + run * size, (i - run) * size);
+		n += i - run;
+		run = i + 1;
+	}
+	if (p > run)
+		memcpy(out + n * size, from + run * size, (p - run) * size);
+	return n + (p - run);
+}
+
+/* Alternating runs: from's entries up to the next of mine (from's first
+ * where they tie), then mine up to the next of from's. */
 static bool merge(const struct cp_walk_spans *again, const struct sorted_list *l)
 {
-	size_t i = 0, j = 0, n = 0, m = *l->n, size = l->order->size, cap = 0;
+	const struct cp_walk_order *o = l->order;
+	size_t i = 0, j = 0, n = 0, p, q, m = *l->n, size = o->size, cap = 0;
 	char *out = NULL, *mine = *l->dst;
+	const char *from = l->from;
 
 	if (cp_big_grow(&out, &cap, m + l->nfrom + 1, size))
 		return false;
-	if (!cp_walk_sort(mine, m, l->order)) {
+	if (!cp_walk_sort(mine, m, o)) {
 		cp_big_free(out, cap, size);
 		return false;
 	}
 	while (i < l->nfrom || j < m) {
+		p = j < m ? first_after(o, from, i, l->nfrom, mine + j * size, true) : l->nfrom;
+		n += copy_taken(again, l, i, p, out + n * size);
+		i = p;
 		/* from may be NULL with nothing in it: no pointer made into it then */
-		const char *x = i < l->nfrom ? (const char *)l->from + i * size : NULL;
-
-		if (i < l->nfrom && !taken(again, l, i)) {
-			i++;
-			continue;
-		}
-		if (j == m || (i < l->nfrom && cp_walk_order_cmp(l->order, x, mine + j * size) <= 0)) {
-			memcpy(out + n++ * size, x, size);
-			i++;
-		} else {
-			memcpy(out + n++ * size, mine + j++ * size, size);
-		}
+		q = i < l->nfrom ? first_after(o, mine, j, m, from + i * size, false) : m;
+		if (q > j)
+			memcpy(out + n * size, mine + j * size, (q - j) * size);
+		n += q - j;
+		j = q;
 	}
 	cp_big_free(*l->dst, *l->cap, size);
 	*l->dst = out;
