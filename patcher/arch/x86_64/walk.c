@@ -28,9 +28,18 @@ struct walk {
 	size_t next_cut;  /* index into v->cuts of the next cut */
 };
 
+/* A register no longer known is all zero, as after reset(): what a copy
+ * of it carries, and what a call's arguments record, is then the same
+ * whether the walk stepped an instruction that cannot make anything known
+ * or passed over it (operands_matter). */
 static void reset(struct walk *w)
 {
 	memset(w->reg, 0, sizeof(w->reg));
+}
+
+static void forget(struct walk *w, int r)
+{
+	w->reg[r] = (struct cp_val){ CP_V_UNKNOWN, 0, 0 };
 }
 
 static bool callee_saved(int r)
@@ -126,7 +135,7 @@ static void on_call(struct walk *w, const struct zin *z)
 	branch_target(w, z, &target, &name);
 	emit_call(w, z, target, name);
 	for (i = 0; i < sizeof(clobbered) / sizeof(clobbered[0]); i++)
-		w->reg[clobbered[i]].kind = CP_V_UNKNOWN;
+		forget(w, clobbered[i]);
 }
 
 /* A jmp to an imported function is a tail call; any other ends the block. */
@@ -229,7 +238,7 @@ static void clear_written(struct walk *w, const struct zin *z)
 
 	for (i = 0; i < z->in.operand_count; i++)
 		if ((r = cp_zwritten(&z->op[i])) >= 0)
-			w->reg[r].kind = CP_V_UNKNOWN;
+			forget(w, r);
 }
 
 static enum cp_insn_ref_kind ref_kind(const struct zin *z, int opi)
@@ -313,15 +322,19 @@ static bool rip_modrm(const ZydisDecodedInstruction *in)
 /*
  * Whether step() can read anything in the instruction's operands. The
  * operands are a third of the decode's time, and most instructions are
- * arithmetic whose only effect here is to forget the registers they
- * write: when no register is known, there is nothing to forget.
+ * arithmetic or moves whose only effect here is to forget the registers
+ * they write, or to copy one: when no register is known, there is nothing
+ * to forget or copy. A move still matters when it names an address or
+ * sets a constant.
  */
 static bool operands_matter(const struct walk *w, const ZydisDecodedInstruction *in)
 {
 	switch (in->mnemonic) {
 	case ZYDIS_MNEMONIC_CALL: case ZYDIS_MNEMONIC_JMP: case ZYDIS_MNEMONIC_RET: case ZYDIS_MNEMONIC_UD2:
-	case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_LEA: case ZYDIS_MNEMONIC_XOR:
+	case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_XOR:
 		return true;
+	case ZYDIS_MNEMONIC_MOV:
+		return rip_modrm(in) || in->raw.imm[0].size || any_known(w);
 	default:
 		break;
 	}
