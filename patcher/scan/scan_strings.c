@@ -755,7 +755,9 @@ static bool counts_anywhere(const struct needle *n, const uint8_t *d, size_t siz
 
 /* The search stops at the first needle that counts, so its windows are
  * small: a module that names a mapped module usually does so early in its
- * .rodata, which may hold a GiB more. */
+ * .rodata (cuda-python's driver module: 2,888 bytes in), which may hold a
+ * GiB more. They begin at 64 KiB and double up to 1 MiB. */
+#define ANYWHERE_FIRST ((size_t)1 << 16)
 #define ANYWHERE_WINDOW ((size_t)1 << 20)
 
 /* Whether a needle that counts is in the section, window by window (those
@@ -765,14 +767,15 @@ static int section_holds(const cp_image *img, const struct cp_section *sec, cons
 			 struct matches *ms, bool *found)
 {
 	const uint8_t *d = cp_image_bytes(img, sec->offset, sec->size);
-	size_t from, to, i;
+	size_t from, to, i, window = ANYWHERE_FIRST;
 
 	if (!d) {
 		*found = true; /* bytes it cannot read rule nothing out */
 		return 0;
 	}
 	for (from = 0; from < sec->size && !*found; from = to) {
-		to = sec->size - from > ANYWHERE_WINDOW ? from + ANYWHERE_WINDOW : sec->size;
+		to = sec->size - from > window ? from + window : sec->size;
+		window = window < ANYWHERE_WINDOW ? 2 * window : window;
 		ms->n = 0;
 		if (find_window(ns, img, sec, d, from, to, ms))
 			return -1;
