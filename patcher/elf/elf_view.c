@@ -11,8 +11,10 @@
  */
 #include "elf/image.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,13 +107,6 @@ static cp_status read_segments(cp_image *img, cp_error *err)
 	return CP_OK;
 }
 
-static int by_value(const void *a, const void *b)
-{
-	const struct cp_symbol *x = a, *y = b;
-
-	return x->value < y->value ? -1 : x->value > y->value;
-}
-
 /* The named symbols of every SHT_SYMTAB and SHT_DYNSYM section. */
 /* The ARM ELF mapping symbols ($x, $d, $x.<n>: code or data starts here)
  * name no function; read as one, "$x" would stand for the function
@@ -157,8 +152,9 @@ static cp_status read_symbols(cp_image *img, cp_error *err)
 			img->nsym++;
 		}
 	}
-	if (img->nsym)
-		qsort(img->sym, img->nsym, sizeof(*img->sym), by_value);
+	/* by value, symbols of one value in table order (stable) */
+	if (!cp_sort_by_key(img->sym, img->nsym, sizeof(*img->sym), offsetof(struct cp_symbol, value)))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	return CP_OK;
 }
 

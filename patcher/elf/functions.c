@@ -6,6 +6,7 @@
  */
 #include "elf/image.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #include <elf.h>
 #include <stdlib.h>
@@ -15,13 +16,6 @@
 #define DW_EH_PE_sdata4 0x0b
 #define DW_EH_PE_pcrel 0x10
 #define DW_EH_PE_datarel 0x30
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static cp_status push(cp_image *img, size_t *cap, uint64_t addr, cp_error *err)
 {
@@ -71,7 +65,8 @@ cp_status cp_functions_read(cp_image *img, cp_error *err)
 			st = push(img, &cap, img->sym[i].value, err);
 	if (st || !img->nfunc)
 		return st;
-	qsort(img->func, img->nfunc, sizeof(*img->func), cmp_u64);
+	if (!cp_sort_by_key(img->func, img->nfunc, sizeof(*img->func), 0))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
 	for (i = 0; i < img->nfunc; i++)
 		if (n == 0 || img->func[n - 1] != img->func[i])
 			img->func[n++] = img->func[i];
