@@ -662,15 +662,16 @@ static bool take_points(struct cp_walk *w, const cp_scan *from, const struct cp_
 	return true;
 }
 
-bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k)
+bool cp_walk_take_units(struct cp_walk *w, const cp_scan *from, size_t k, size_t end)
 {
-	const struct cp_walk_mark *m = &from->marks[k];
+	const struct cp_walk_mark *m = &from->marks[k], *last = &from->marks[end - 1];
 	struct cp_walk_at base;
 
+	assert(k < end && end <= from->nmarks);
 	cp_walk_at(w, &base);
-	/* a walk that records points takes the unit's (scan_threads.c) */
-	return take_between(w, from, &m->at, &m[1].at, m->start, m->end) &&
-	       (!w->marking || take_points(w, from, &m->at, &base, m->start, m->end));
+	/* a walk that records points takes the units' (scan_threads.c) */
+	return take_between(w, from, &m->at, &last[1].at, m->start, last->end) &&
+	       (!w->marking || take_points(w, from, &m->at, &base, m->start, last->end));
 }
 
 bool cp_walk_take_upto(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p)

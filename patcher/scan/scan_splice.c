@@ -135,6 +135,16 @@ static cp_status walk_again(struct cp_walk *w, struct cp_code_visitor *v, const 
 	return st;
 }
 
+/* Whether unit k can be taken as the input's walk found it, entered as
+ * that walk entered it (alike): the same bytes, and a state at its end
+ * that the walk can take up. */
+static bool takes(const cp_scan *from, size_t k, const cp_image *a, const cp_image *b)
+{
+	const struct cp_walk_mark *m = &from->marks[k];
+
+	return same_bytes(a, b, m->start, m->end) && m[1].at.state.npending <= CP_WALK_PENDING;
+}
+
 static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_error *err)
 {
 	const cp_image *b = s->img;
@@ -143,22 +153,25 @@ static cp_status splice(cp_scan *s, const cp_scan *from, const cp_image *a, cp_e
 	struct cp_walk_spans again = { NULL, 0, 0 };
 	cp_status st = CP_OK;
 	uint64_t again_from, until;
-	size_t k, i;
+	size_t k, i, end;
 
 	cp_walk_start(&w, s, false, &v);
-	for (k = 0; !st && !w.oom && k < from->nmarks; k++) {
-		const struct cp_walk_mark *m = &from->marks[k];
+	for (k = 0; !st && !w.oom && k < from->nmarks; k = end) {
 		struct cp_walk_state now;
 		bool alike;
 
 		cp_walk_state(&w, &now);
-		alike = cp_walk_state_equal(&now, &m->at.state);
-		/* taken: the same bytes entered the same way, and a state at
-		 * its end that the walk can take up */
-		if (alike && same_bytes(a, b, m->start, m->end) && m[1].at.state.npending <= CP_WALK_PENDING)
-			w.oom = !cp_walk_take_unit(&w, from, k);
-		else if (!(st = walk_again(&w, &v, from, k, a, alike, &again_from, &until, err)))
+		alike = cp_walk_state_equal(&now, &from->marks[k].at.state);
+		end = k + 1;
+		if (alike && takes(from, k, a, b)) {
+			/* the units after it that take too are entered as the
+			 * input's walk entered them: taken at once */
+			while (end < from->nmarks && takes(from, end, a, b))
+				end++;
+			w.oom = !cp_walk_take_units(&w, from, k, end);
+		} else if (!(st = walk_again(&w, &v, from, k, a, alike, &again_from, &until, err))) {
 			w.oom = !cp_walk_spans_add(&again, again_from, until) || w.oom;
+		}
 	}
 	/* code the output adds (the fallback stub's) */
 	for (i = 0; !st && !w.oom && i < b->nsec; i++) {

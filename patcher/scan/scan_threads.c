@@ -143,7 +143,7 @@ static cp_status join_run(struct cp_walk *w, const struct cp_code_visitor *v, st
 		cp_walk_state(w, &now);
 		take = cp_walk_state_equal(&now, &m->at.state) && m[1].at.state.npending <= CP_WALK_PENDING;
 		if (take)
-			w->oom = !cp_walk_take_unit(w, p, j);
+			w->oom = !cp_walk_take_units(w, p, j, j + 1);
 		else if (!(st = cp_code_walk(s->img, m->start, m->end, v, err)))
 			w->oom = !cp_walk_spans_add(again, m->start, m->end) || w->oom;
 	}

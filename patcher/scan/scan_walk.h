@@ -95,11 +95,13 @@ bool cp_walk_spans_add(struct cp_walk_spans *s, uint64_t start, uint64_t end);
  * walked again; false: out of memory. */
 bool cp_walk_merge_found(cp_scan *s, const cp_scan *from, const struct cp_walk_spans *again);
 
-/* Unit k of from's walk (from->marks[k]), taken: its calls, uses, derived
- * references and import blocks appended to the walk's scan (not its xrefs
- * and jumps, which the caller orders), and the walk put in the state the
- * unit leaves. false: out of memory. */
-bool cp_walk_take_unit(struct cp_walk *w, const cp_scan *from, size_t k);
+/* Units [k, end) of from's walk (from->marks[k]...), taken: their calls,
+ * uses, derived references and import blocks appended to the walk's scan
+ * (not their xrefs and jumps, which the caller orders), and the walk put
+ * in the state the last leaves. Each unit after the first must have been
+ * entered in the state the one before it left, as from's walk entered it.
+ * false: out of memory. */
+bool cp_walk_take_units(struct cp_walk *w, const cp_scan *from, size_t k, size_t end);
 /* The same for unit k up to its point p, and for the rest of it from p on. */
 bool cp_walk_take_upto(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p);
 bool cp_walk_take_rest(struct cp_walk *w, const cp_scan *from, size_t k, const struct cp_walk_point *p);
