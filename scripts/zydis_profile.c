@@ -7,7 +7,9 @@
  *     zydis_profile FILE...
  *
  * Prints how many instructions it decoded; exits 1 when a file cannot be
- * read as a 64-bit ELF file, or when no instruction decoded at all.
+ * read as a 64-bit ELF file, or when no instruction decoded at all (a file
+ * whose section count is in its first section header, SHN_XINDEX, gives
+ * none).
  */
 #include <Zydis/Zydis.h>
 
@@ -47,7 +49,7 @@ static long decode_file(const ZydisDecoder *dec, const uint8_t *d, size_t size)
 	size_t i, n = 0;
 
 	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shentsize != sizeof(*sh) || eh->e_shoff > size ||
+	    eh->e_shentsize != sizeof(*sh) || eh->e_shoff > size || eh->e_shoff % _Alignof(Elf64_Shdr) ||
 	    (size - eh->e_shoff) / sizeof(*sh) < eh->e_shnum)
 		return -1;
 	sh = (const Elf64_Shdr *)(d + eh->e_shoff);
@@ -75,11 +77,13 @@ int main(int argc, char **argv)
 		if (fd < 0 || fstat(fd, &sb) || !sb.st_size ||
 		    (d = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
 			fprintf(stderr, "zydis_profile: %s: cannot read\n", argv[i]);
+			if (fd >= 0)
+				close(fd);
 			return 1;
 		}
+		close(fd);
 		n = decode_file(&dec, d, (size_t)sb.st_size);
 		munmap(d, (size_t)sb.st_size);
-		close(fd);
 		if (n < 0) {
 			fprintf(stderr, "zydis_profile: %s: not a 64-bit ELF file\n", argv[i]);
 			return 1;

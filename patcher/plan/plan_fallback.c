@@ -116,10 +116,6 @@ static void add_site(struct fb *f, uint64_t addr, int redirect, bool load)
 	f->sites[f->nsites++].load = load;
 }
 
-/* A call of a redirected function goes to its thunk instead. A load of
- * a redirected function's GOT slot takes the thunk's address instead where
- * the machine can say so (so whatever the register feeds calls the stub);
- * any other use of the slot is refused. */
 /* redirect_of(name), remembered by the name's address: the uses of one
  * imported function share its name in the image's table, and a module
  * has a hundred thousand of them. A slot taken by another name is
@@ -136,9 +132,12 @@ static int use_redirect(struct fb *f, const char *name)
 	return f->seen[h].redirect;
 }
 
-/* A use of a redirected function's name or slot outside the PLT (the
- * PLT's own jumps through the slots stay): looked up only for those, a
- * few among the module's hundred thousand uses. */
+/* A call of a redirected function goes to its thunk instead. A load of
+ * a redirected function's GOT slot takes the thunk's address instead where
+ * the machine can say so (so whatever the register feeds calls the stub);
+ * any other use of the slot is refused. Uses inside the PLT (its own
+ * jumps through the slots) stay: looked up only for a use of a redirected
+ * function's name or slot, a few among the module's hundred thousand. */
 static void on_use(struct fb *f, const struct cp_slot_use *u)
 {
 	const cp_image *img = f->pl->img;

@@ -324,8 +324,8 @@ static bool rip_modrm(const ZydisDecodedInstruction *in)
  * operands are a third of the decode's time, and most instructions are
  * arithmetic or moves whose only effect here is to forget the registers
  * they write, or to copy one: when no register is known, there is nothing
- * to forget or copy. A move still matters when it names an address or
- * sets a constant.
+ * to forget or copy. A mov or lea still matters when it names an address
+ * ([rip + disp]), a mov when it sets a constant.
  */
 static bool operands_matter(const struct walk *w, const ZydisDecodedInstruction *in)
 {
