@@ -7,6 +7,7 @@
 #include "util/error.h"
 #include "util/names.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,30 @@ static void slashes(char *s)
 			*s = '/';
 }
 
+/* The forms ordered by their first byte (a counting sort, which keeps the
+ * rules' order among those of one byte), and where each byte's begin:
+ * match_at runs at every byte of every rewritten string, and thousands of
+ * strings are rewritten in a module that cimports thousands of functions. */
+static cp_status index_forms(struct planner *pl)
+{
+	struct cp_name_form *v = malloc((pl->nforms ? pl->nforms : 1) * sizeof(*v));
+	size_t count[257] = { 0 }, k, c;
+
+	if (!v)
+		return cp_plan_oom(pl);
+	for (k = 0; k < pl->nforms; k++)
+		count[(uint8_t)pl->forms[k].from[0] + 1]++;
+	for (c = 1; c < 257; c++)
+		count[c] += count[c - 1];
+	memcpy(pl->form_at, count, sizeof(count));
+	for (k = 0; k < pl->nforms; k++)
+		v[count[(uint8_t)pl->forms[k].from[0]]++] = pl->forms[k];
+	free(pl->forms);
+	pl->forms = v;
+	pl->capforms = pl->nforms ? pl->nforms : 1;
+	return CP_OK;
+}
+
 /* Every name that moves towards the target, in its three forms: dotted,
  * path (a/b/c) and Cython's mangled prefix; made once, since match_at runs
  * at every byte of every rewritten string. */
@@ -67,7 +92,7 @@ cp_status cp_plan_make_forms(struct planner *pl)
 				st = add_form(pl, from, to, true);
 		}
 	}
-	return st;
+	return st ? st : index_forms(pl);
 }
 
 void cp_plan_free_forms(struct planner *pl)
@@ -86,13 +111,12 @@ void cp_plan_free_forms(struct planner *pl)
 static size_t match_at(const struct planner *pl, const char *text, size_t n, size_t i,
 		       const char **repl)
 {
-	size_t best = 0, k;
+	size_t best = 0, k, c = (uint8_t)text[i];
 
-	for (k = 0; k < pl->nforms; k++) {
+	for (k = pl->form_at[c]; k < pl->form_at[c + 1]; k++) {
 		const struct cp_name_form *f = &pl->forms[k];
 
-		if (f->flen <= best || f->flen > n - i || text[i] != f->from[0] ||
-		    memcmp(text + i, f->from, f->flen) != 0)
+		if (f->flen <= best || f->flen > n - i || memcmp(text + i, f->from, f->flen) != 0)
 			continue;
 		if (!f->mangled && !cp_name_on_boundary(text, n, i, f->flen))
 			continue;

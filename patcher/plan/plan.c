@@ -113,12 +113,7 @@ static bool owns_bytes(const struct planner *pl, uint64_t va, uint64_t len)
 
 static bool already(struct planner *pl, uint64_t va)
 {
-	size_t i;
-
-	for (i = 0; i < pl->ndone; i++)
-		if (pl->done[i] == va)
-			return true;
-	return false;
+	return cp_key_index_find(&pl->done_index, pl->done, sizeof(*pl->done), 0, va) != 0;
 }
 
 /* Rewrites the literal at va (oldlen bytes and its NUL) to `text`. */
@@ -135,7 +130,10 @@ static cp_status rewrite_literal(struct planner *pl, uint64_t va, uint64_t oldle
 		return CP_OK;
 	if (CP_GROW(pl->done, pl->capdone, pl->ndone + 1))
 		return cp_plan_oom(pl);
-	pl->done[pl->ndone++] = va;
+	pl->done[pl->ndone] = va;
+	if (!cp_key_index_add(&pl->done_index, pl->done, sizeof(*pl->done), 0, pl->ndone + 1))
+		return cp_plan_oom(pl);
+	pl->ndone++;
 	if (!cp_plan_file_off(pl, va, oldlen + 1, &off))
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the string at %#llx lies outside the file",
 			       pl->img->path, (unsigned long long)va);
@@ -484,6 +482,7 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	cp_plan_free_forms(&pl);
 	cp_plan_free_pointers(&pl);
 	free(pl.done);
+	cp_key_index_free(&pl.done_index);
 	free(pl.pending);
 	if (st) {
 		cp_plan_free(plan);

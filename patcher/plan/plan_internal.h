@@ -14,6 +14,7 @@
 #ifndef CP_PLAN_INTERNAL_H
 #define CP_PLAN_INTERNAL_H
 
+#include "util/key_index.h"
 #include "plan/plan.h"
 
 struct cp_blob_plan;
@@ -34,13 +35,15 @@ struct planner {
 	struct cp_plan *p;
 	cp_dis dis;
 	cp_error *err;
-	uint64_t *done;      /* string addresses already planned */
+	uint64_t *done;      /* string addresses already planned, */
 	size_t ndone, capdone;
+	struct cp_key_index done_index; /* and by address */
 	struct cp_blob_plan *blobs; /* one per scan blob */
 	bool inexpressible;  /* refused: strings alone cannot express a rewrite */
 	struct code_lengths *code_lengths; /* plan.c: Cython 3.0 string-table lengths */
-	struct cp_name_form *forms;
+	struct cp_name_form *forms; /* by their first byte, in the rules' order */
 	size_t nforms, capforms;
+	size_t form_at[257];  /* forms beginning with byte c: [form_at[c], form_at[c + 1]) */
 	struct cp_derived *pending; /* derived references that must be redirected */
 	size_t npending, cappending;
 	struct cp_plan_pointers *pointers; /* pointers.c: made by cp_plan_make */

@@ -350,7 +350,8 @@ void cp_scan_free(cp_scan *s)
 	free(s->refs);
 	free(s->blobs);
 	free(s->strs);
-	free(s->str_index);
+	cp_key_index_free(&s->str_index);
+	free(s->cimport_index);
 	cp_scan_free_walk(s);
 	cp_scan_frames_end(s);
 	free(s->frame_fns);

@@ -8,6 +8,7 @@
 #ifndef CP_SCAN_H
 #define CP_SCAN_H
 
+#include "util/key_index.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include "cython/blob.h"
@@ -240,7 +241,9 @@ struct cp_scan {
 	size_t nblobs, capblobs;
 	struct cp_string *strs;
 	size_t nstrs, capstrs;
-	size_t *str_index, str_mask; /* strs by va (scan_result.c) */
+	struct cp_key_index str_index; /* strs by va (scan_result.c) */
+	size_t *cimport_index, cimport_mask, ncimports; /* function and variable
+				  * refs by what they import (scan_imports.c) */
 	struct cp_scan_call *calls;
 	size_t ncalls, capcalls;
 	struct cp_xref *xrefs;     /* RIP-relative references into data, by target */

@@ -70,6 +70,53 @@ static bool same_import(const struct cp_ref *r, enum cp_ref_kind kind, const cha
 	       r->signature && strcmp(r->signature, sig) == 0;
 }
 
+/*
+ * The function and variable refs by what they import: a module cimports
+ * thousands of functions (the generated 3,000-function module's search of
+ * every ref for each was a quarter of its patch's CPU), and
+ * cp_scan_add_import alone makes these refs. Linear probing over 1-based
+ * indexes into s->refs; the table at most half full.
+ */
+static size_t cimport_hash(enum cp_ref_kind kind, const char *module, const char *name, const char *sig)
+{
+	size_t h = cp_name_hash(name, strlen(name)) ^ (size_t)kind;
+
+	h = h * 0x100000001b3ull ^ cp_name_hash(sig, strlen(sig));
+	return module ? h * 0x100000001b3ull ^ cp_name_hash(module, strlen(module)) : h;
+}
+
+/* The slot that holds the ref importing this, or the empty one where it
+ * would go. */
+static size_t cimport_slot(const cp_scan *s, enum cp_ref_kind kind, const char *module, const char *name,
+			   const char *sig)
+{
+	size_t h = cimport_hash(kind, module, name, sig) & s->cimport_mask;
+
+	while (s->cimport_index[h] && !same_import(&s->refs[s->cimport_index[h] - 1], kind, module, name, sig))
+		h = (h + 1) & s->cimport_mask;
+	return h;
+}
+
+/* The index twice as large (or first made), every such ref in it again. */
+static bool grow_cimport_index(cp_scan *s)
+{
+	size_t size = s->cimport_index ? 2 * (s->cimport_mask + 1) : 64, i;
+	size_t *t = calloc(size, sizeof(*t));
+
+	if (!t)
+		return false;
+	free(s->cimport_index);
+	s->cimport_index = t;
+	s->cimport_mask = size - 1;
+	for (i = 0; i < s->nrefs; i++) {
+		const struct cp_ref *r = &s->refs[i];
+
+		if ((r->kind == CP_K_FUNCTION || r->kind == CP_K_VARIABLE) && r->name && r->signature)
+			s->cimport_index[cimport_slot(s, r->kind, r->module, r->name, r->signature)] = i + 1;
+	}
+	return true;
+}
+
 cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 			     const char *sig, uint64_t slot, const struct cp_loc *loc,
 			     const uint64_t *site_addrs, size_t nsites, cp_error *err)
@@ -77,17 +124,21 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 	enum cp_ref_kind kind = strchr(sig, '(') ? CP_K_FUNCTION : CP_K_VARIABLE;
 	const char *mm;
 	struct cp_ref *r;
-	size_t i;
+	size_t i, at;
 	int lay = module ? cp_rules_name_layout(s->rules, module, &mm) : -1;
 
 	if (lay < 0 && (lay = cp_rules_signature_layout(s->rules, sig, &mm)) < 0)
 		return CP_OK; /* not from a mapped module */
-	for (i = 0; i < s->nrefs; i++)
-		if (same_import(&s->refs[i], kind, module, name, sig))
-			return CP_OK;
+	if ((!s->cimport_index || 2 * (s->ncimports + 1) > s->cimport_mask + 1) && !grow_cimport_index(s))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	at = cimport_slot(s, kind, module, name, sig);
+	if (s->cimport_index[at])
+		return CP_OK; /* imported already */
 	r = cp_scan_add_ref(s, kind, err);
 	if (!r)
 		return err->code;
+	s->cimport_index[at] = s->nrefs;
+	s->ncimports++;
 	r->layout = lay;
 	r->module = module ? strdup(module) : NULL;
 	r->name = strdup(name);

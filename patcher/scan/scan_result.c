@@ -6,8 +6,10 @@
  */
 #include "scan/scan.h"
 #include "util/error.h"
+#include "util/key_index.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,38 +20,11 @@ bool cp_ref_is_live(const struct cp_ref *r)
 	return r->nsites > 0 || r->loc.blob >= 0;
 }
 
-/* The slot of s->str_index that holds the string at va, or the empty one
- * where it would go (linear probing; the table is at most half full). */
-static size_t str_slot(const cp_scan *s, uint64_t va)
-{
-	size_t h = (size_t)((va * 0x9e3779b97f4a7c15ull) >> 32) & s->str_mask;
-
-	while (s->str_index[h] && s->strs[s->str_index[h] - 1].va != va)
-		h = (h + 1) & s->str_mask;
-	return h;
-}
-
 struct cp_string *cp_scan_string_at(const cp_scan *s, uint64_t va)
 {
-	size_t k = s->str_index ? s->str_index[str_slot(s, va)] : 0;
+	size_t k = cp_key_index_find(&s->str_index, s->strs, sizeof(*s->strs), offsetof(struct cp_string, va), va);
 
 	return k ? &s->strs[k - 1] : NULL;
-}
-
-/* The index twice as large (or first made), every string in it again. */
-static bool grow_str_index(cp_scan *s)
-{
-	size_t size = s->str_index ? 2 * (s->str_mask + 1) : 64, i;
-	size_t *t = calloc(size, sizeof(*t));
-
-	if (!t)
-		return false;
-	free(s->str_index);
-	s->str_index = t;
-	s->str_mask = size - 1;
-	for (i = 0; i < s->nstrs; i++)
-		s->str_index[str_slot(s, s->strs[i].va)] = i + 1;
-	return true;
 }
 
 struct cp_string *cp_scan_add_string(cp_scan *s, uint64_t va, cp_error *err)
@@ -57,15 +32,19 @@ struct cp_string *cp_scan_add_string(cp_scan *s, uint64_t va, cp_error *err)
 	struct cp_string *str;
 
 	assert(!cp_scan_string_at(s, va));
-	if (CP_GROW(s->strs, s->capstrs, s->nstrs + 1) ||
-	    ((!s->str_index || 2 * (s->nstrs + 1) > s->str_mask + 1) && !grow_str_index(s))) {
+	if (CP_GROW(s->strs, s->capstrs, s->nstrs + 1)) {
 		cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 		return NULL;
 	}
-	str = &s->strs[s->nstrs++];
+	str = &s->strs[s->nstrs];
 	memset(str, 0, sizeof(*str));
 	str->va = va;
-	s->str_index[str_slot(s, va)] = s->nstrs;
+	if (!cp_key_index_add(&s->str_index, s->strs, sizeof(*s->strs), offsetof(struct cp_string, va),
+			      s->nstrs + 1)) {
+		cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+		return NULL;
+	}
+	s->nstrs++;
 	return str;
 }
 
