@@ -50,7 +50,9 @@ def test_sigkill_leaves_the_old_file_or_the_new_one(mode, reference, tmp_path):
         else:
             args = [CYPATCH, "--target-layout", "legacy", "--in-place", str(target)]
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.05, took * 1.1))
+        # a moment inside the run as long as the reference run took (a fixed
+        # first 50 ms missed most of a run once a patch took 0.12 s)
+        time.sleep(rng.uniform(0.02, 0.95) * took)
         if proc.poll() is None:
             killed_while_running += 1
         proc.send_signal(signal.SIGKILL)
