@@ -351,7 +351,7 @@ void cp_scan_free(cp_scan *s)
 	free(s->blobs);
 	free(s->strs);
 	cp_key_index_free(&s->str_index);
-	free(s->cimport_index);
+	cp_key_index_free(&s->cimports);
 	cp_scan_free_walk(s);
 	cp_scan_frames_end(s);
 	free(s->frame_fns);

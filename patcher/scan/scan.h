@@ -242,8 +242,8 @@ struct cp_scan {
 	struct cp_string *strs;
 	size_t nstrs, capstrs;
 	struct cp_key_index str_index; /* strs by va (scan_result.c) */
-	size_t *cimport_index, cimport_mask, ncimports; /* function and variable
-				  * refs by what they import (scan_imports.c) */
+	struct cp_key_index cimports; /* function and variable refs by what
+				      * they import (scan_imports.c) */
 	struct cp_scan_call *calls;
 	size_t ncalls, capcalls;
 	struct cp_xref *xrefs;     /* RIP-relative references into data, by target */

@@ -71,50 +71,30 @@ static bool same_import(const struct cp_ref *r, enum cp_ref_kind kind, const cha
 }
 
 /*
- * The function and variable refs by what they import: a module cimports
- * thousands of functions (the generated 3,000-function module's search of
- * every ref for each was a quarter of its patch's CPU), and
- * cp_scan_add_import alone makes these refs. Linear probing over 1-based
- * indexes into s->refs; the table at most half full.
+ * The function and variable refs by what they import, in s->cimports (a
+ * key index): a module cimports thousands of functions (the generated
+ * 3,000-function module's search of every ref for each was a quarter of
+ * its patch's CPU), and cp_scan_add_import alone makes these refs.
  */
-static size_t cimport_hash(enum cp_ref_kind kind, const char *module, const char *name, const char *sig)
+static uint64_t cimport_hash(enum cp_ref_kind kind, const char *module, const char *name, const char *sig)
 {
-	size_t h = cp_name_hash(name, strlen(name)) ^ (size_t)kind;
+	uint64_t h = cp_name_hash(name, strlen(name)) ^ (uint64_t)kind;
 
 	h = h * 0x100000001b3ull ^ cp_name_hash(sig, strlen(sig));
 	return module ? h * 0x100000001b3ull ^ cp_name_hash(module, strlen(module)) : h;
 }
 
-/* The slot that holds the ref importing this, or the empty one where it
- * would go. */
-static size_t cimport_slot(const cp_scan *s, enum cp_ref_kind kind, const char *module, const char *name,
-			   const char *sig)
+struct cimport {
+	const cp_scan *s;
+	enum cp_ref_kind kind;
+	const char *module, *name, *sig;
+};
+
+static bool is_cimport(const void *ctx, size_t number)
 {
-	size_t h = cimport_hash(kind, module, name, sig) & s->cimport_mask;
+	const struct cimport *c = ctx;
 
-	while (s->cimport_index[h] && !same_import(&s->refs[s->cimport_index[h] - 1], kind, module, name, sig))
-		h = (h + 1) & s->cimport_mask;
-	return h;
-}
-
-/* The index twice as large (or first made), every such ref in it again. */
-static bool grow_cimport_index(cp_scan *s)
-{
-	size_t size = s->cimport_index ? 2 * (s->cimport_mask + 1) : 64, i;
-	size_t *t = calloc(size, sizeof(*t));
-
-	if (!t)
-		return false;
-	free(s->cimport_index);
-	s->cimport_index = t;
-	s->cimport_mask = size - 1;
-	for (i = 0; i < s->nrefs; i++) {
-		const struct cp_ref *r = &s->refs[i];
-
-		if ((r->kind == CP_K_FUNCTION || r->kind == CP_K_VARIABLE) && r->name && r->signature)
-			s->cimport_index[cimport_slot(s, r->kind, r->module, r->name, r->signature)] = i + 1;
-	}
-	return true;
+	return same_import(&c->s->refs[number - 1], c->kind, c->module, c->name, c->sig);
 }
 
 cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
@@ -124,21 +104,20 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 	enum cp_ref_kind kind = strchr(sig, '(') ? CP_K_FUNCTION : CP_K_VARIABLE;
 	const char *mm;
 	struct cp_ref *r;
-	size_t i, at;
+	size_t i;
+	struct cimport c = { s, kind, module, name, sig };
+	uint64_t h = cimport_hash(kind, module, name, sig);
 	int lay = module ? cp_rules_name_layout(s->rules, module, &mm) : -1;
 
 	if (lay < 0 && (lay = cp_rules_signature_layout(s->rules, sig, &mm)) < 0)
 		return CP_OK; /* not from a mapped module */
-	if ((!s->cimport_index || 2 * (s->ncimports + 1) > s->cimport_mask + 1) && !grow_cimport_index(s))
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	at = cimport_slot(s, kind, module, name, sig);
-	if (s->cimport_index[at])
+	if (cp_key_index_lookup(&s->cimports, h, is_cimport, &c))
 		return CP_OK; /* imported already */
 	r = cp_scan_add_ref(s, kind, err);
 	if (!r)
 		return err->code;
-	s->cimport_index[at] = s->nrefs;
-	s->ncimports++;
+	if (!cp_key_index_insert(&s->cimports, h, s->nrefs))
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	r->layout = lay;
 	r->module = module ? strdup(module) : NULL;
 	r->name = strdup(name);
