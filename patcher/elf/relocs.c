@@ -88,6 +88,39 @@ static size_t load_holding(const cp_image *img, size_t from, uint64_t va, bool f
 	return img->nseg;
 }
 
+/* Whether a relative relocation's target lies inside the image's loaded
+ * span (from the lowest PT_LOAD to the end of the highest, that end
+ * included: a pointer one past the last object). Outside it, the word
+ * points into whatever ld.so maps beside the image: a module that works so
+ * works by chance, and a patch that adds a segment changes that chance. */
+static bool points_into_image(const cp_image *img, uint64_t target)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t i;
+
+	for (i = 0; i < img->nseg; i++) {
+		const struct cp_segment *g = &img->seg[i];
+
+		if (g->type != PT_LOAD)
+			continue;
+		if (g->vaddr < lo)
+			lo = g->vaddr;
+		if (g->memsz <= UINT64_MAX - g->vaddr && g->vaddr + g->memsz > hi)
+			hi = g->vaddr + g->memsz;
+	}
+	return target >= lo && target <= hi;
+}
+
+static cp_status relative_ok(const cp_image *img, const struct cp_section *s, uint64_t where, uint64_t target,
+			     cp_error *err)
+{
+	if (points_into_image(img, target))
+		return CP_OK;
+	return cp_fail(err, CP_E_INPUT,
+		       "%s: %s: the relative relocation at %#llx points at %#llx, outside the loaded segments",
+		       img->path, s->name, (unsigned long long)where, (unsigned long long)target);
+}
+
 /* A dynamic relocation ld.so applies as the scan reads it: at a place it
  * maps (elsewhere it writes into whatever lies there, and a patch that
  * adds a segment changes what does), and a symbol binding without an
@@ -106,6 +139,8 @@ static cp_status dynamic_reloc_ok(const cp_image *img, const struct cp_section *
 	if ((kind == CP_RELOC_JUMP_SLOT || kind == CP_RELOC_GLOB_DAT) && r->r_addend)
 		return cp_fail(err, CP_E_INPUT, "%s: %s: the symbol binding at %#llx has an addend (%#llx)", img->path,
 			       s->name, (unsigned long long)r->r_offset, (unsigned long long)r->r_addend);
+	if (kind == CP_RELOC_RELATIVE)
+		return relative_ok(img, s, r->r_offset, (uint64_t)r->r_addend, err);
 	return CP_OK;
 }
 
@@ -180,8 +215,8 @@ static cp_status push_relr(cp_image *img, const struct cp_section *s, size_t *ca
 	return push_reloc(img, cap, where, img->arch->reloc_relative, 0, (int64_t)v, 0, err);
 }
 
-static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *cap,
-			   struct relr_cursor *c, cp_error *err)
+static cp_status read_relr_places(cp_image *img, const struct cp_section *s, size_t *cap,
+				  struct relr_cursor *c, cp_error *err)
 {
 	size_t i, n = s->size / 8;
 	uint64_t base = 0;
@@ -212,6 +247,19 @@ static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *ca
 		base += 63 * 8;
 	}
 	return CP_OK;
+}
+
+/* The section's places first (a bitmap that runs out of the writable
+ * segment is named as such), then the words they hold as targets. */
+static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *cap,
+			   struct relr_cursor *c, cp_error *err)
+{
+	size_t i, first = img->nrel;
+	cp_status st = read_relr_places(img, s, cap, c, err);
+
+	for (i = first; !st && i < img->nrel; i++)
+		st = relative_ok(img, s, img->rel[i].offset, (uint64_t)img->rel[i].addend, err);
+	return st;
 }
 
 static int by_addr(const void *a, const void *b)

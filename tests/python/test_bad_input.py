@@ -653,6 +653,62 @@ def test_the_fuzzers_got_find_is_refused(tmp_path):
             tmp_path)
 
 
+# --- relative relocations that point outside the image ------------------------
+
+def image_end():
+    """The end of the sample's highest PT_LOAD (one past its last byte)."""
+    return max(struct.unpack_from("<Q", ELF.data, h + 16)[0] + struct.unpack_from("<Q", ELF.data, h + 40)[0]
+               for h in load_headers())
+
+
+def first_relative():
+    """File offset of the first R_X86_64_RELATIVE (8) entry of the sample's .rela.dyn."""
+    s = ELF.sec[ELF.index(".rela.dyn")]
+    return next(s[4] + 24 * i for i in range(s[5] // 24)
+                if struct.unpack_from("<Q", ELF.data, s[4] + 24 * i + 8)[0] & 0xffffffff == 8)
+
+
+OUTSIDE = [("below", -1), ("past-the-end", image_end() + 1), ("far", 1 << 40)]
+
+
+@pytest.mark.parametrize("name,target", OUTSIDE, ids=[c[0] for c in OUTSIDE])
+def test_a_relative_relocation_outside_the_image(tmp_path, name, target):
+    """fuzz_elf_fields (tests/bad_input/fuzz/elf_fields/exit0-relative-below-the-image):
+    the addend of a RELATIVE relocation (the first name of Cython's getset
+    table) set to -1. The input imported by the chance of what ld.so had
+    mapped below the image; `-t fallback` exited 0 and its output, with a
+    segment added, failed under bindings. Refused by every command."""
+    rela = first_relative()
+    place = struct.unpack_from("<Q", ELF.data, rela)[0]
+    refused_everywhere(write(tmp_path, name + ".so", ELF.with_changes((rela + 16, "<q", target))),
+                       ".rela.dyn: the relative relocation at %#x points at %#x, outside the loaded segments"
+                       % (place, target & (1 << 64) - 1), tmp_path)
+
+
+def test_a_relative_relocation_one_past_the_image(tmp_path):
+    """A pointer one past the image's last byte (the end of an array that
+    closes .bss) is C's to make: read, not refused."""
+    rela = first_relative()
+    proc = cypatch("show", write(tmp_path, "end.so", ELF.with_changes((rela + 16, "<q", image_end()))))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_relr_word_outside_the_image(tmp_path):
+    """RELR's addend is the word at its place: a word of the writable
+    segment made to point below the image, named by an appended RELR."""
+    for i in range(ELF.phnum):
+        h = ELF.phoff + 56 * i
+        p_type, flags, offset, vaddr = struct.unpack_from("<IIQQ", ELF.data, h)
+        if p_type == 1 and flags & 2:
+            break
+    place = vaddr + 8 - vaddr % 8
+    data = bytearray(with_relr_section(struct.pack("<Q", place)))
+    struct.pack_into("<Q", data, offset + place - vaddr, (1 << 64) - 16)
+    refused(write(tmp_path, "relr-below.so", bytes(data)),
+            ".relr.dyn: the relative relocation at %#x points at 0xfffffffffffffff0, outside the loaded segments"
+            % place, tmp_path)
+
+
 # --- issue 18 case 12: --in-place keeps the replaced file's owner ---------------
 
 NOBODY = 65534
