@@ -48,8 +48,8 @@ def copy_seeds(paths, out):
 
 def elf_seeds(corpus, out):
     sos = small_sos(corpus, 5)
-    sos += glob.glob(os.path.join(corpus, "providers", "*", "cuda", "**", "*.so"), recursive=True)[:2]
-    sos += glob.glob(os.path.join(corpus, "foreign", "*", "*.so"))
+    sos += sorted(glob.glob(os.path.join(corpus, "providers", "*", "cuda", "**", "*.so"), recursive=True))[:2]
+    sos += sorted(glob.glob(os.path.join(corpus, "foreign", "*", "*.so")))
     copy_seeds(sos, os.path.join(out, "elf"))
     copy_seeds(small_sos(corpus, 2), os.path.join(out, "patch"))
     copy_seeds(small_sos(corpus, 2), os.path.join(out, "elf_fields"))
@@ -118,8 +118,8 @@ def made_wheel(so, path, method=zipfile.ZIP_DEFLATED):
 def wheel_seeds(corpus, out):
     d = os.path.join(out, "wheel")
     os.makedirs(d, exist_ok=True)
-    real = glob.glob(os.path.join(corpus, "foreign", "*", "*.whl"))
-    real += glob.glob(os.path.join(corpus, "wheels", "cuda_pathfinder-*.whl"))
+    real = sorted(glob.glob(os.path.join(corpus, "foreign", "*", "*.whl")))
+    real += sorted(glob.glob(os.path.join(corpus, "wheels", "cuda_pathfinder-*.whl")))
     copy_seeds([p for p in real if os.path.getsize(p) <= MAX_SEED], d)
     made_wheel(small_sos(corpus, 1)[0], os.path.join(d, "made.whl"))
 
@@ -133,8 +133,8 @@ def zip_fields_seeds(corpus, out):
     for k, so in enumerate(sos):
         made_wheel(so, os.path.join(d, "deflated-%d.whl" % k))
         made_wheel(so, os.path.join(d, "stored-%d.whl" % k), zipfile.ZIP_STORED)
-    real = glob.glob(os.path.join(corpus, "foreign", "*", "*.whl"))
-    real += glob.glob(os.path.join(corpus, "wheels", "cuda_pathfinder-*.whl"))
+    real = sorted(glob.glob(os.path.join(corpus, "foreign", "*", "*.whl")))
+    real += sorted(glob.glob(os.path.join(corpus, "wheels", "cuda_pathfinder-*.whl")))
     copy_seeds([p for p in real if os.path.getsize(p) <= 262144], d)
 
 
