@@ -1,139 +1,18 @@
 /*
  * pystmt.c - the import statements a module runs at import time (see
- * pystmt.h). The source is cut into logical lines (strings, comments,
- * brackets and backslashes understood, so that a docstring's text or a
- * parenthesized name list is not misread); which of them run is decided
- * block by block, upwards, with pysource's notion of a guard.
+ * pystmt.h). The source's logical lines (util/pylines.h: a docstring's
+ * text or a parenthesized name list is not misread) are parsed; which of
+ * them run is decided block by block, upwards, with pysource's notion of a
+ * guard. A line too long to hold is no import statement we read.
  */
 #include "predict/pystmt.h"
 #include "util/error.h"
 #include "util/names.h"
 #include "repair/pysource.h"
+#include "util/pylines.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* a logical line longer than this is no import statement we read */
-#define MAXLINE 16384
-
-struct lline {
-	size_t at;      /* offset of its first physical line */
-	int line, indent;
-	char *text;     /* comments cut, strings emptied, lines joined */
-};
-
-struct llines {
-	struct lline *v;
-	size_t n, cap;
-};
-
-struct buf {
-	char t[MAXLINE];
-	size_t n;
-	bool over;
-};
-
-static void add(struct buf *b, char ch)
-{
-	if (b->n + 1 >= sizeof(b->t))
-		b->over = true;
-	else
-		b->t[b->n++] = ch;
-}
-
-/* Passes over the string literal at src[*i] (a quote), counting its
- * lines; what is kept of it is an empty literal. */
-static void skip_string(const char *src, size_t len, size_t *i, int *lineno, struct buf *b)
-{
-	char q = src[*i];
-	bool triple = *i + 2 < len && src[*i + 1] == q && src[*i + 2] == q;
-	size_t k = *i + (triple ? 3 : 1);
-
-	for (; k < len; k++) {
-		if (src[k] == '\\' && k + 1 < len) {
-			*lineno += src[++k] == '\n';
-			continue;
-		}
-		if (src[k] == '\n') {
-			if (!triple)
-				break; /* unterminated: the line ends it */
-			(*lineno)++;
-		} else if (src[k] == q && (!triple || (k + 2 < len && src[k + 1] == q && src[k + 2] == q))) {
-			k += triple ? 3 : 1;
-			break;
-		}
-	}
-	*i = k < len ? k : len;
-	add(b, q);
-	add(b, q);
-}
-
-/* One logical line from src[*i], into b; returns its indent. */
-static int logical(const char *src, size_t len, size_t *i, int *lineno, struct buf *b)
-{
-	int indent = 0, depth = 0;
-
-	while (*i < len && (src[*i] == ' ' || src[*i] == '\t'))
-		(*i)++, indent++;
-	while (*i < len) {
-		char ch = src[*i];
-
-		if (ch == '#') {
-			while (*i < len && src[*i] != '\n')
-				(*i)++;
-		} else if (ch == '\\' && *i + 1 < len && (src[*i + 1] == '\n' || src[*i + 1] == '\r')) {
-			*i += src[*i + 1] == '\r' && *i + 2 < len && src[*i + 2] == '\n' ? 3 : 2;
-			(*lineno)++;
-			add(b, ' ');
-		} else if (ch == '\n') {
-			(*i)++;
-			(*lineno)++;
-			if (depth <= 0)
-				break;
-			add(b, ' ');
-		} else if (ch == '"' || ch == '\'') {
-			skip_string(src, len, i, lineno, b);
-		} else {
-			depth += (ch == '(' || ch == '[' || ch == '{') - (ch == ')' || ch == ']' || ch == '}');
-			add(b, ch == '\r' || ch == '\t' ? ' ' : ch);
-			(*i)++;
-		}
-	}
-	b->t[b->n] = '\0';
-	return indent;
-}
-
-static cp_status logical_lines(const char *src, size_t len, struct llines *out, cp_error *err)
-{
-	struct buf *b = malloc(sizeof(*b));
-	size_t i = 0;
-	int lineno = 1;
-
-	if (!b)
-		return cp_fail(err, CP_E_INTERNAL, "out of memory");
-	while (i < len) {
-		size_t at = i;
-		int line = lineno, indent;
-		struct lline *l;
-
-		b->n = 0;
-		b->over = false;
-		indent = logical(src, len, &i, &lineno, b);
-		if (!b->n || b->over || strspn(b->t, " ") == b->n)
-			continue;
-		if (CP_GROW(out->v, out->cap, out->n + 1) || !(out->v[out->n].text = strdup(b->t))) {
-			free(b);
-			return cp_fail(err, CP_E_INTERNAL, "out of memory");
-		}
-		l = &out->v[out->n];
-		l->at = at;
-		l->line = line;
-		l->indent = indent;
-		out->n++;
-	}
-	free(b);
-	return CP_OK;
-}
 
 static const char *ws(const char *p)
 {
@@ -323,7 +202,7 @@ static cp_status parse_line(char *text, int line, struct cp_pystmts *out, cp_err
 
 /* Whether logical line j runs when the module is imported: no function
  * body or except clause holds it, and no block up to the top guards it. */
-static bool runs(const char *src, size_t len, const struct llines *l, size_t j)
+static bool runs(const char *src, size_t len, const struct cp_pylines *l, size_t j)
 {
 	size_t cur = j, k;
 
@@ -333,8 +212,10 @@ static bool runs(const char *src, size_t len, const struct llines *l, size_t j)
 		if (!k)
 			return true; /* an indented first line: Python would refuse it */
 		k--;
-		if (keyword(l->v[k].text, "def") || keyword(l->v[k].text, "async") ||
-		    keyword(l->v[k].text, "except") || cp_pysource_guarded(src, len, l->v[cur].at))
+		const char *head = l->v[k].text ? l->v[k].text : "";
+
+		if (keyword(head, "def") || keyword(head, "async") || keyword(head, "except") ||
+		    cp_pysource_guarded(src, len, l->v[cur].at))
 			return false;
 		cur = k;
 	}
@@ -343,14 +224,14 @@ static bool runs(const char *src, size_t len, const struct llines *l, size_t j)
 
 /* The statements of the fallback block's other import (at offset `at`),
  * after those of out, marked as alternatives of statement `of`. */
-static cp_status add_other(const struct llines *l, size_t at, size_t of, struct cp_pystmts *out, cp_error *err)
+static cp_status add_other(const struct cp_pylines *l, size_t at, size_t of, struct cp_pystmts *out, cp_error *err)
 {
 	size_t k, first = out->n;
 	cp_status st = CP_OK;
 
 	for (k = 0; k < l->n && l->v[k].at != at; k++)
 		;
-	if (k == l->n)
+	if (k == l->n || !l->v[k].text)
 		return CP_OK;
 	st = parse_line(l->v[k].text, l->v[k].line, out, err);
 	for (k = first; k < out->n; k++)
@@ -362,23 +243,21 @@ static cp_status add_other(const struct llines *l, size_t at, size_t of, struct 
 
 cp_status cp_pystmt_read(const char *src, size_t len, struct cp_pystmts *out, cp_error *err)
 {
-	struct llines l = { NULL, 0, 0 };
-	cp_status st = logical_lines(src, len, &l, err);
-	size_t j, k;
+	struct cp_pylines l;
+	cp_status st = cp_pylines_read(src, len, &l, err);
+	size_t j;
 
 	for (j = 0; !st && j < l.n; j++) {
 		size_t first = out->n, other;
 
-		if (!runs(src, len, &l, j))
+		if (!l.v[j].text || !runs(src, len, &l, j))
 			continue;
 		st = parse_line(l.v[j].text, l.v[j].line, out, err);
 		other = cp_pysource_fallback_other(src, len, l.v[j].at);
 		if (!st && out->n == first + 1 && other != (size_t)-1)
 			st = add_other(&l, other, first, out, err);
 	}
-	for (k = 0; k < l.n; k++)
-		free(l.v[k].text);
-	free(l.v);
+	cp_pylines_free(&l);
 	return st;
 }
 

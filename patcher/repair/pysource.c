@@ -1,12 +1,16 @@
 /*
  * pysource.c - import statements of a wheel's Python sources (see
- * pysource.h). Line-based on purpose: only one-line `from P import ...`
- * and `import P as x` statements are rewritten; anything else that names a
- * mapped module is counted as left, for the report.
+ * pysource.h). The source is read as logical lines (util/pylines.h), so a
+ * `from P import (...)` over several lines, or one continued with a
+ * backslash, is one statement; `from P import ...` and `import P as x`
+ * statements are rewritten, anything else that names a mapped module is
+ * counted as left, for the report. Whatever is not rewritten is copied
+ * byte for byte.
  */
 #include "repair/pysource.h"
 #include "util/error.h"
 #include "util/names.h"
+#include "util/pylines.h"
 #include "rules/rules.h"
 
 #include <stdbool.h>
@@ -84,10 +88,12 @@ static bool names_mapped_package(const cp_rules *r, const char *text)
 	return n && cp_rules_is_top_package(r, p, n);
 }
 
-/* Parses one statement (indentation removed, comment cut). */
+/* Parses one statement (a logical line: indentation removed, comments
+ * cut, lines joined); a from-import's names may stand in parentheses. */
 static bool parse(const char *s, struct stmt *st)
 {
 	const char *p = s;
+	bool paren;
 
 	memset(st, 0, sizeof(*st));
 	if (word(&p, "from")) {
@@ -97,7 +103,15 @@ static bool parse(const char *s, struct stmt *st)
 	} else if (!word(&p, "import")) {
 		return false;
 	}
+	while (*p == ' ')
+		p++;
+	paren = st->from && *p == '(';
+	p += paren;
 	do {
+		while (paren && *p == ' ')
+			p++;
+		if (paren && *p == ')' && st->n)
+			break; /* a trailing comma */
 		if (st->n == MAXN || !dotted(&p, st->from ? st->name[st->n] : st->pkg, 128))
 			return false;
 		if (word(&p, "as") && !dotted(&p, st->alias[st->n], 128))
@@ -106,6 +120,8 @@ static bool parse(const char *s, struct stmt *st)
 		while (*p == ' ')
 			p++;
 	} while (st->from && *p == ',' && p++);
+	if (paren && *p++ != ')')
+		return false;
 	while (*p == ' ')
 		p++;
 	return !*p && (st->from || (st->n == 1 && st->alias[0][0]));
@@ -186,6 +202,26 @@ static int text_layout(const cp_rules *r, const char *text)
 	return -1;
 }
 
+/* The statement on one line, importing from `pkg` instead of its own. */
+static void spell(const struct stmt *st, const char *pkg, struct out *o)
+{
+	char buf[800];
+	int i;
+
+	if (!st->from) {
+		snprintf(buf, sizeof(buf), "import %s as %s", pkg, st->alias[0]);
+		puts_(o, buf);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "from %s import ", pkg);
+	puts_(o, buf);
+	for (i = 0; i < st->n; i++) {
+		snprintf(buf, sizeof(buf), "%s%s%s%s", i ? ", " : "", st->name[i], st->alias[i][0] ? " as " : "",
+			 st->alias[i]);
+		puts_(o, buf);
+	}
+}
+
 /* The statement for layout `to`, into o; false when a name has no place there. */
 static bool translate(const cp_rules *r, const struct stmt *st, int to, struct out *o)
 {
@@ -196,18 +232,7 @@ static bool translate(const cp_rules *r, const struct stmt *st, int to, struct o
 	if (m || !st->from) {
 		if (!m)
 			return false;
-		if (!st->from) {
-			snprintf(buf, sizeof(buf), "import %s as %s", m, st->alias[0]);
-			puts_(o, buf);
-			return true;
-		}
-		snprintf(buf, sizeof(buf), "from %s import ", m);
-		puts_(o, buf);
-		for (i = 0; i < st->n; i++) {
-			snprintf(buf, sizeof(buf), "%s%s%s%s", i ? ", " : "", st->name[i], st->alias[i][0] ? " as " : "",
-				 st->alias[i]);
-			puts_(o, buf);
-		}
+		spell(st, m, o);
 		return true;
 	}
 	for (i = 0; i < st->n; i++) { /* from a package: each name is a module */
@@ -256,17 +281,43 @@ static void names_tuple(const struct stmt *st, struct out *o)
 	puts_(o, ")");
 }
 
+/* One logical line of the source, as the rewrite meets it. */
+struct span {
+	const char *s;  /* its first physical line (the indent included) */
+	size_t n;       /* its bytes, up to the newline that ends it */
+	size_t ind;     /* the indent's bytes */
+	bool multi;     /* it runs over several physical lines */
+};
+
+/* The span's comments, joined by two spaces (an import statement holds no
+ * string, so each # starts one), into o. */
+static void comments(const struct span *sp, struct out *o)
+{
+	const char *p = sp->s, *end = sp->s + sp->n;
+
+	while ((p = memchr(p, '#', (size_t)(end - p)))) {
+		size_t k = 0;
+
+		while (p + k < end && p[k] != '\r' && p[k] != '\n')
+			k++;
+		puts_(o, "  ");
+		put(o, p, k);
+		p += k;
+	}
+}
+
 /* A statement the fallback keeps, wrapped so that the other layout's
  * import runs when this one's module is missing:
  *     try:
- *         <the line>
+ *         <the statement>
  *     except ImportError as _cypatch_e:  # cypatch: ...
  *         if _cypatch_e.name not in (<names>):
  *             raise
  *         <the statement in layout `to`>
- * false when the statement has no translation. */
-static bool wrap_fallback(const cp_rules *r, const struct stmt *st, int to, const char *s, size_t ind, size_t n,
-			  struct out *o)
+ * A statement over several lines is kept on one, its comments after it,
+ * so that earlier_block finds the six lines again. False when the
+ * statement has no translation. */
+static bool wrap_fallback(const cp_rules *r, const struct stmt *st, int to, const struct span *sp, struct out *o)
 {
 	struct out alt = { 0 };
 
@@ -274,101 +325,112 @@ static bool wrap_fallback(const cp_rules *r, const struct stmt *st, int to, cons
 		free(alt.p);
 		return false;
 	}
-	put(o, s, ind);
+	put(o, sp->s, sp->ind);
 	puts_(o, "try:\n");
-	put(o, s, ind);
+	put(o, sp->s, sp->ind);
 	puts_(o, "    ");
-	put(o, s + ind, n - ind);
+	if (sp->multi) {
+		spell(st, st->pkg, o);
+		comments(sp, o);
+	} else {
+		put(o, sp->s + sp->ind, sp->n - sp->ind);
+	}
 	puts_(o, "\n");
-	put(o, s, ind);
+	put(o, sp->s, sp->ind);
 	puts_(o, MARKER "\n");
-	put(o, s, ind);
+	put(o, sp->s, sp->ind);
 	puts_(o, "    if _cypatch_e.name not in ");
 	names_tuple(st, o);
 	puts_(o, ":\n");
-	put(o, s, ind);
+	put(o, sp->s, sp->ind);
 	puts_(o, "        raise\n");
-	put(o, s, ind);
+	put(o, sp->s, sp->ind);
 	puts_(o, "    ");
 	puts_(o, alt.p ? alt.p : "");
 	free(alt.p);
 	return true;
 }
 
-/* The statement rewritten in place into layout `to`, its comment kept;
- * false (o unchanged) when it has no translation. */
-static bool rewrite_in_place(const cp_rules *r, const struct stmt *st, int to, const char *s, size_t ind,
-			     const char *comment, struct out *o)
+/* The statement rewritten in place into layout `to`, on one line, its
+ * comments kept after it; false (o unchanged) when it has no translation. */
+static bool rewrite_in_place(const cp_rules *r, const struct stmt *st, int to, const struct span *sp,
+			     struct out *o)
 {
 	size_t mark = o->n;
 
-	put(o, s, ind);
+	put(o, sp->s, sp->ind);
 	if (!translate(r, st, to, o)) {
 		o->n = mark;
 		return false;
 	}
-	if (*comment == '#')
-		puts_(o, "  "), puts_(o, comment);
+	comments(sp, o);
 	return true;
 }
 
-/* A line that is not an import statement cypatch translates (another
- * shape, or naming no mapped module): copied. Returns the layout it names
- * when that is not the target, else -1. */
-static int copy_other(const cp_rules *r, const char *stmt_text, bool parsed, int to, const char *s, size_t n,
+/* A statement that is not one cypatch translates (another shape, or
+ * naming no mapped module): copied. Returns the layout it names when that
+ * is not the target, else -1. */
+static int copy_other(const cp_rules *r, const char *stmt_text, bool parsed, int to, const struct span *sp,
 		      struct out *o, struct cp_pysource_counts *c)
 {
 	bool import = parsed || !strncmp(stmt_text, "from ", 5) || !strncmp(stmt_text, "import ", 7);
 	int lay = import ? text_layout(r, stmt_text) : -1;
 
-	/* an import of another shape (parentheses, continuation, several
-	 * modules, `import a.b.c` used through attributes) naming a mapped
-	 * package is one left as it was */
+	/* an import of another shape (several modules, `;`, `import a.b.c`
+	 * used through attributes) naming a mapped package is one left as
+	 * it was */
 	if (!parsed)
 		c->left += names_mapped_package(r, stmt_text);
-	put(o, s, n);
+	put(o, sp->s, sp->n);
 	return lay == to ? -1 : lay;
 }
 
-/* One line: rewritten into o, or copied. Returns the layout of a module
- * an import statement copied as it was names, when that layout is not the
- * target (fallback: any layout); else -1. */
-static int line(const cp_rules *r, const char *layout, const char *s, size_t n, struct out *o,
-		struct cp_pysource_counts *c)
+/* A logical line too long for pylines to hold: judged on its bytes. */
+static int copy_long(const cp_rules *r, int to, const struct span *sp, struct out *o, struct cp_pysource_counts *c)
 {
-	char text[1024], stmt_text[1024];
-	size_t ind = 0, k;
+	char *raw = strndup(sp->s + sp->ind, sp->n - sp->ind);
+	int lay;
+
+	if (!raw) {
+		o->oom = true;
+		return -1;
+	}
+	lay = copy_other(r, raw, false, to, sp, o, c);
+	free(raw);
+	return lay;
+}
+
+/* One logical line (text: as pylines joined it, NULL when too long):
+ * rewritten into o, or copied. Returns the layout of a module an import
+ * statement copied as it was names, when that layout is not the target
+ * (fallback: any layout); else -1. */
+static int statement(const cp_rules *r, const char *layout, const struct span *sp, char *text, struct out *o,
+		     struct cp_pysource_counts *c)
+{
+	size_t k;
 	struct stmt st;
 	int lay, to;
 	bool fallback = !strcmp(layout, "fallback"), parsed, done;
 
-	while (ind < n && (s[ind] == ' ' || s[ind] == '\t'))
-		ind++;
-	if (n - ind >= sizeof(text) || n == ind) {
-		put(o, s, n);
-		return -1;
-	}
-	memcpy(text, s + ind, n - ind);
-	text[n - ind] = '\0';
-	k = strcspn(text, "#\r");
-	memcpy(stmt_text, text, k);
-	stmt_text[k] = '\0';
-	while (k && stmt_text[k - 1] == ' ')
-		stmt_text[--k] = '\0';
 	to = fallback ? -1 : cp_rules_layout_index(r, layout);
-	parsed = parse(stmt_text, &st);
+	if (!text)
+		return copy_long(r, to, sp, o, c);
+	k = strlen(text);
+	while (k && text[k - 1] == ' ')
+		text[--k] = '\0';
+	parsed = parse(text, &st);
 	if (!parsed || (lay = stmt_layout(r, &st)) < 0)
-		return copy_other(r, stmt_text, parsed, to, s, n, o, c);
+		return copy_other(r, text, parsed, to, sp, o, c);
 	if (fallback)
 		to = !lay;
 	if (to == lay) {
-		put(o, s, n);
+		put(o, sp->s, sp->n);
 		return -1;
 	}
-	done = fallback ? wrap_fallback(r, &st, to, s, ind, n, o) : rewrite_in_place(r, &st, to, s, ind, text + k, o);
+	done = fallback ? wrap_fallback(r, &st, to, sp, o) : rewrite_in_place(r, &st, to, sp, o);
 	if (!done) {
 		c->left++;
-		put(o, s, n);
+		put(o, sp->s, sp->n);
 		return lay;
 	}
 	c->rewritten++;
@@ -529,43 +591,62 @@ static bool guarded(const char *src, const char *end, const char *at)
 	return false;
 }
 
+/* The first unguarded import left that binds to a layout the output must
+ * not need: what the report names. */
+static void note_unhandled(const struct cp_pyline *l, const struct span *sp, int lay,
+			   struct cp_pysource_counts *c)
+{
+	size_t n = sp->n - sp->ind;
+
+	c->first_line = l->line;
+	c->first_layout = lay;
+	if (l->text)
+		snprintf(c->first, sizeof(c->first), "%s", l->text);
+	else
+		snprintf(c->first, sizeof(c->first), "%.*s", (int)(n < sizeof(c->first) ? n : sizeof(c->first)),
+			 sp->s + sp->ind);
+}
+
 cp_status cp_pysource_rewrite(const char *src, size_t len, const cp_rules *rules, const char *layout,
 			      char **out, size_t *outlen, struct cp_pysource_counts *c, cp_error *err)
 {
 	struct out o = { 0 };
-	const char *p = src, *end = src + len;
+	struct cp_pylines l;
+	const char *end = src + len;
 	bool fallback = !strcmp(layout, "fallback");
-
-	int lineno = 1;
+	size_t j, done = 0; /* the bytes of src written or rewritten */
+	cp_status st;
 
 	memset(c, 0, sizeof(*c));
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((eol ? eol : end) - p), kept = fallback ? earlier_block(p, end) : 0, k;
+	st = cp_pylines_read(src, len, &l, err);
+	for (j = 0; !st && j < l.n; j++) {
+		struct cp_pyline *ln = &l.v[j];
+		struct span sp = { src + ln->at, ln->end - ln->at, 0, false };
+		size_t kept;
+		int lay;
 
+		if (ln->at < done)
+			continue; /* inside a block kept as it was */
+		put(&o, src + done, ln->at - done);
+		kept = fallback ? earlier_block(src + ln->at, end) : 0;
 		if (kept) {
-			for (k = 0; k < kept; k++)
-				lineno += p[k] == '\n';
-			put(&o, p, kept);
-			p += kept;
+			put(&o, src + ln->at, kept);
+			done = ln->at + kept;
 			continue;
 		}
-		int lay = line(rules, layout, p, n, &o, c);
-
-		if (lay >= 0 && !guarded(src, end, p) && !c->unhandled++) {
-			const char *t = p;
-
-			while (t < p + n && (*t == ' ' || *t == '\t'))
-				t++;
-			c->first_line = lineno;
-			c->first_layout = lay;
-			snprintf(c->first, sizeof(c->first), "%.*s", (int)(p + n - t - (n && p[n - 1] == '\r')), t);
-		}
-		lineno++;
-		if (eol)
-			put(&o, "\n", 1);
-		p = eol ? eol + 1 : end;
+		sp.ind = (size_t)ln->indent;
+		sp.multi = memchr(sp.s, '\n', sp.n) != NULL;
+		lay = statement(rules, layout, &sp, ln->text, &o, c);
+		if (lay >= 0 && !guarded(src, end, sp.s) && !c->unhandled++)
+			note_unhandled(ln, &sp, lay, c);
+		done = ln->end;
 	}
+	cp_pylines_free(&l);
+	if (st) {
+		free(o.p);
+		return st;
+	}
+	put(&o, src + done, len - done);
 	if (o.oom || (!o.p && len)) {
 		free(o.p);
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");

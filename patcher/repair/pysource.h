@@ -1,6 +1,7 @@
 /*
- * pysource.h - the Python sources of a wheel: one-line import statements
- * of mapped modules, rewritten for a layout (docs/repair.md).
+ * pysource.h - the Python sources of a wheel: import statements of mapped
+ * modules (logical lines: over several physical ones too), rewritten for
+ * a layout (docs/repair.md).
  *
  *   legacy/bindings: `from cuda.bindings import driver, runtime` becomes
  *     `from cuda import cuda as driver; from cuda import cudart as runtime`.
@@ -18,7 +19,7 @@
 
 struct cp_pysource_counts {
 	int rewritten;  /* statements rewritten */
-	int left;       /* import lines naming cuda of a shape not rewritten */
+	int left;       /* import statements naming cuda of a shape not rewritten */
 	/* import statements that run unguarded (not under a handler of
 	 * ImportError, not under `if TYPE_CHECKING:`) and name a module or a
 	 * layout-specific package of a layout the output must not need

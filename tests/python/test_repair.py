@@ -255,6 +255,49 @@ def test_python_imports_the_target_cannot_satisfy_are_refused_unless_guarded(cas
         assert "needs nothing" in proc.stdout
 
 
+# Import statements over several physical lines, as Python's grammar allows
+# them (cudf-cu12 25.6.0's cudf/utils/gpu_utils.py opens a parenthesised
+# `from cuda.bindings.runtime import (`): each is one statement.
+MULTI_LINE = {
+    "parenthesised": "from cuda.bindings.driver import (\n    cuDriverGetVersion,  # the one we call\n    LAYOUT,\n)\n",
+    "parenthesised-as": "from cuda.bindings.driver import (cuDriverGetVersion as v,\n"
+                        "                                 LAYOUT)\nVERSION = v()\n",
+    "backslash": "from cuda.bindings.driver \\\n    import cuDriverGetVersion, LAYOUT\n",
+    "indented": "try:\n    from cuda.bindings.driver import (\n        cuDriverGetVersion, LAYOUT,\n    )\n"
+                "except OSError:\n    raise\n",
+}
+
+
+@pytest.mark.parametrize("layout", ["legacy", "fallback"])
+@pytest.mark.parametrize("case", sorted(MULTI_LINE))
+def test_an_import_over_several_lines_is_rewritten(case, layout, tmp_path):
+    """cudf-cu12 25.6.0: `repair` refused the wheel for a parenthesised,
+    multi-line import of cuda.bindings.runtime. The statement is rewritten
+    (on one line, its comments after it) and the repaired package imports
+    and calls through it under the target's providers (fallback: both); a
+    second repair changes nothing."""
+    source = MULTI_LINE[case] + "def run():\n    return cuDriverGetVersion()[1], LAYOUT\n"
+    source = source.replace("return cuDriverGetVersion()", "return v()") if " as v" in source else source
+    wheel = make_wheel(str(tmp_path / "demo-1.0-py3-none-any.whl"), {"demo/__init__.py": source.encode()})
+    out = tmp_path / "out"
+    proc = repair(wheel, out, layout)
+    assert "imports-rewritten  demo/__init__.py" in proc.stdout, proc.stdout
+    repaired = str(out / os.path.basename(wheel))
+    site = tmp_path / "site"
+    zipfile.ZipFile(repaired).extractall(site)
+    for prov in (["bindings", "legacy"] if layout == "fallback" else [layout]):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), MANIFEST["providers"][prov]]),
+                   PYTHONNOUSERSITE="1")
+        p = subprocess.run([PY, "-c", "import demo; print(demo.run())"], env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split() == ["(%d," % (12060 if prov == "bindings" else 12050), "'%s')" % prov], p.stdout
+    text = zipfile.ZipFile(repaired).read("demo/__init__.py").decode()
+    if "# the one we call" in source:
+        assert "# the one we call" in text
+    again = repair(repaired, tmp_path / "again", layout)
+    assert "needs nothing" in again.stdout, again.stdout
+
+
 @pytest.mark.parametrize("layout", ["legacy", "bindings", "fallback"])
 def test_a_module_the_scan_cannot_follow_is_not_copied_as_needing_nothing(layout, tmp_path):
     """gcc -mcmodel=large builds its addresses from the GOT: the scan saw no
