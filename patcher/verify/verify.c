@@ -287,8 +287,8 @@ static bool judge(json_t *r, json_t *plan, bool gpu, char *why, size_t n)
 	const char *k;
 	size_t i, j;
 
-	if (!json_array_size(exts))
-		return snprintf(why, n, "no extension references a mapped module"), false;
+	if (!json_array_size(exts)) /* make_plan refused a plan without one: the child said nothing */
+		return snprintf(why, n, "the import child answered for no extension"), false;
 	json_array_foreach(json_object_get(plan, "extensions"), i, e) {
 		json_t *u = json_array_get(json_object_get(e, "unproven"), 0);
 
@@ -347,6 +347,7 @@ static cp_status make_plan(const char *path, const char *dir, const cp_rules *ru
 	if (n > 4 && !strcmp(path + n - 4, ".whl")) {
 		st = plan_wheel(path, dir, rules, exts, err);
 		json_object_set_new(plan, "root", json_string(dir));
+		added = json_array_size(exts) > 0;
 	} else {
 		char copy[4096], *real = realpath(path, NULL);
 
@@ -354,9 +355,10 @@ static cp_status make_plan(const char *path, const char *dir, const cp_rules *ru
 		snprintf(copy, sizeof(copy), "%s", real ? real : path);
 		json_object_set_new(plan, "root", json_string(dirname(copy)));
 		free(real);
-		if (!st && !added)
-			st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to verify", path);
 	}
+	/* as `check` says it (docs/exit-codes.md): a refusal, not a failure */
+	if (!st && !added)
+		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to verify", path);
 	json_object_set_new(plan, "extensions", exts);
 	json_object_set_new(plan, "gpu", json_boolean(gpu));
 	return st;

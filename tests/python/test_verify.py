@@ -36,3 +36,21 @@ def test_nothing_proven_is_no_verification():
     assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
     assert "FAILED: cimports: imports cuda.bindings.cyruntime, but no binding of it can be proven" in p.stdout, \
         p.stdout
+
+
+def test_a_wheel_that_references_nothing_mapped_is_refused_alike(tmp_path):
+    """ucxx 0.45.1: `check` exited 2 (nothing to check) and `verify` 1
+    (`FAILED: no extension references a mapped module`) for one meaning.
+    Both refuse it (docs/exit-codes.md): exit 2, one line, nothing proven
+    or predicted. The wheel holds a Cython module that cimports nothing."""
+    from test_check import wheel_of
+    plain = MANIFEST["unmapped"]
+    files = {"demo/__init__.py": b"x = 1\n", "demo/" + os.path.basename(plain): open(plain, "rb").read()}
+    wheel = wheel_of(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), files)
+    env = dict(os.environ, PYTHONNOUSERSITE="1")
+    for args, word in ((["verify", "--python", sys.executable], "verify"),
+                       (["check", "--against", MANIFEST["providers"]["bindings"]], "check")):
+        p = subprocess.run([CYPATCH] + args + [wheel], env=env, capture_output=True, text=True)
+        assert p.returncode == 2, (args, p.returncode, p.stdout, p.stderr)
+        assert p.stderr == "cypatch: %s: references no module the rules map; nothing to %s\n" % (wheel, word), \
+            p.stderr
