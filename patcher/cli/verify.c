@@ -15,10 +15,12 @@ static const char usage[] =
 	"site-packages decide the layout, in a child process, and checks that each\n"
 	"cimported function and variable slot holds the pointer its provider\n"
 	"exports. With --gpu it then calls cuInit, cuDeviceGetCount and\n"
-	"cudaGetDeviceCount through the extension's own slots and needs a device.\n"
+	"cudaGetDeviceCount, each through the extension's own slot where it binds\n"
+	"the function, else through the provider module its proven bindings came\n"
+	"from (a call its providers do not offer is not made), and needs a device.\n"
 	"\n"
 	"  --python PY    the interpreter to import under (default: python3)\n"
-	"  --gpu          call the CUDA functions through the slots\n"
+	"  --gpu          call the CUDA functions (as above) and say through what\n"
 	"  --timeout S    give the child S seconds (default 120)\n"
 	"  --json         print the report as JSON\n"
 	"  --rules FILE   add a rules file to the built-in ones\n"
@@ -60,13 +62,17 @@ static void print_text(const json_t *r)
 									 : "NOT BOUND");
 	}
 	json_object_foreach(json_object_get(r, "gpu"), k, g) {
-		if (json_object_get(g, "error"))
-			printf("  gpu %s: %s\n", k, json_string_value(json_object_get(g, "error")));
+		const char *via = json_string_value(json_object_get(g, "via"));
+
+		if (json_object_get(g, "skipped"))
+			printf("  gpu %s: not called: %s\n", k, json_string_value(json_object_get(g, "skipped")));
+		else if (json_object_get(g, "error"))
+			printf("  gpu %s (through %s): %s\n", k, via, json_string_value(json_object_get(g, "error")));
 		else if (json_object_get(g, "count"))
-			printf("  gpu %s: status %lld, count %lld\n", k, json_integer_value(json_object_get(g, "status")),
-			       json_integer_value(json_object_get(g, "count")));
+			printf("  gpu %s (through %s): status %lld, count %lld\n", k, via,
+			       json_integer_value(json_object_get(g, "status")), json_integer_value(json_object_get(g, "count")));
 		else
-			printf("  gpu %s: status %lld\n", k, json_integer_value(json_object_get(g, "status")));
+			printf("  gpu %s (through %s): status %lld\n", k, via, json_integer_value(json_object_get(g, "status")));
 	}
 	if (json_is_true(json_object_get(r, "ok")))
 		printf("verified\n");

@@ -116,10 +116,11 @@ static cp_status plan_extension(const char *file, const char *module, const cp_r
 		if (!init_symbol(img, scan->modname, &init))
 			st = cp_fail(err, CP_E_INPUT, "%s: no %s symbol", file, name);
 		else
-			json_array_append_new(exts, json_pack("{s:s, s:s, s:s, s:I, s:o, s:o}", "module",
-							      module ? module : scan->modname, "file", file, "init",
-							      name, "init_value", (json_int_t)init, "bindings",
-							      bindings(scan), "unproven", unproven_providers(scan)));
+			json_array_append_new(exts, json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "module",
+							      module ? module : scan->modname, "file", file,
+							      "machine", img->arch->name, "init", name, "init_value",
+							      (json_int_t)init, "bindings", bindings(scan), "unproven",
+							      unproven_providers(scan)));
 		*added = !st;
 	}
 	if (!st)
@@ -317,6 +318,8 @@ static bool judge(json_t *r, json_t *plan, bool gpu, char *why, size_t n)
 	json_object_foreach(json_object_get(r, "gpu"), k, g) {
 		json_t *count = json_object_get(g, "count");
 
+		if (json_object_get(g, "skipped"))
+			continue; /* a call its providers do not make possible */
 		if (json_object_get(g, "error"))
 			return snprintf(why, n, "%s: %s", k, json_string_value(json_object_get(g, "error"))), false;
 		if (json_integer_value(json_object_get(g, "status")))
@@ -391,6 +394,30 @@ static cp_status read_answer(const char *path, const char *dir, const struct cp_
 	return st;
 }
 
+/* Python's name of a machine (platform.machine()) against ours ("x86-64"). */
+static bool same_machine(const char *ours, const char *python)
+{
+	for (; *ours && *python; ours++, python++)
+		if (*ours != *python && !(*ours == '-' && *python == '_'))
+			return false;
+	return !*ours && !*python;
+}
+
+/* An interpreter of another machine cannot load the extensions: that is no
+ * failure of theirs, but a wrong --python. */
+static cp_status machine_matches(const char *path, json_t *result, json_t *plan, const struct cp_verify_opts *o,
+				 cp_error *err)
+{
+	const char *theirs = json_string_value(json_object_get(result, "machine"));
+	json_t *e = json_array_get(json_object_get(plan, "extensions"), 0);
+	const char *ours = json_string_value(json_object_get(e, "machine"));
+
+	if (!theirs || !ours || same_machine(ours, theirs))
+		return CP_OK;
+	return cp_fail(err, CP_E_INPUT, "%s: an %s extension, and %s runs %s code: give --python an %s interpreter",
+		       path, ours, o->python, theirs, ours);
+}
+
 /* The verdict written into the result: ok, and why not. */
 static bool conclude(json_t *result, json_t *plan, const struct cp_verify_opts *o)
 {
@@ -433,7 +460,13 @@ cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_ver
 	if (!st)
 		st = read_answer(path, dir, o, status, timed_out, result, err);
 	if (!st)
+		st = machine_matches(path, *result, plan, o, err);
+	if (!st)
 		*ok = conclude(*result, plan, o);
+	if (st && *result) {
+		json_decref(*result);
+		*result = NULL;
+	}
 	json_decref(plan);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return st;

@@ -7,6 +7,7 @@ import ctypes
 import importlib
 import json
 import os
+import platform
 import re
 import sys
 
@@ -40,24 +41,47 @@ def binding(base, b):
     return out
 
 
+# The GPU probe's calls, in order (cuInit before the driver's other calls).
+PROBES = (("cuInit", (ctypes.c_uint,)), ("cuDeviceGetCount", (ctypes.POINTER(ctypes.c_int),)),
+          ("cudaGetDeviceCount", (ctypes.POINTER(ctypes.c_int),)))
+
+
+def probe_pointer(name, bound):
+    """Where the probe calls `name`: the extension's own slot when it binds
+    the function; else the capsule of a provider module the extension's
+    proven bindings came from (their slots hold that module's pointers, so
+    it is the provider the extension calls); None when it binds nothing of
+    a module that exports the function."""
+    b = bound.get(name)
+    if b:
+        return b["ptr"], "its slot"
+    for module in sorted({b["provider"] for b in bound.values()}):
+        ptr, _ = exported(module, name)
+        if ptr is not None:
+            return ptr, module
+    return None, None
+
+
 def gpu(bound):
-    """cuInit, cuDeviceGetCount, cudaGetDeviceCount through the slots."""
+    """The probe's calls on the GPU: each one the extension's providers
+    make possible, through the pointer probe_pointer gives; the others are
+    not made, and not held against it."""
     out = {}
-    calls = (("cuInit", (ctypes.c_uint,)), ("cuDeviceGetCount", (ctypes.POINTER(ctypes.c_int),)),
-             ("cudaGetDeviceCount", (ctypes.POINTER(ctypes.c_int),)))
-    for name, argtypes in calls:
-        b = bound.get(name)
-        if not b or not b["bound"]:
-            out[name] = {"error": "the extension binds no %s" % name}
+    for name, argtypes in PROBES:
+        ptr, via = probe_pointer(name, bound)
+        if ptr is None:
+            out[name] = {"skipped": "it binds nothing of a module that exports %s" % name}
             continue
         # PYFUNCTYPE keeps the GIL and raises what the callee left set
-        fn = ctypes.PYFUNCTYPE(ctypes.c_int, *argtypes)(b["ptr"])
+        fn = ctypes.PYFUNCTYPE(ctypes.c_int, *argtypes)(ptr)
         n = ctypes.c_int(-1)
         try:
             status = fn(0) if name == "cuInit" else fn(ctypes.byref(n))
-            out[name] = {"status": status} if name == "cuInit" else {"status": status, "count": n.value}
+            out[name] = {"status": status, "via": via}
+            if name != "cuInit":
+                out[name]["count"] = n.value
         except Exception as e:
-            out[name] = {"error": "%s: %s" % (type(e).__name__, e)}
+            out[name] = {"error": "%s: %s" % (type(e).__name__, e), "via": via}
     return out
 
 
@@ -91,7 +115,8 @@ def parallel_trees(modules):
     return skipped
 
 
-result = {"python": sys.version.split()[0], "executable": sys.executable, "extensions": []}
+result = {"python": sys.version.split()[0], "executable": sys.executable, "machine": platform.machine(),
+          "extensions": []}
 bound_all = {}
 skips = parallel_trees([ext["module"] for ext in plan["extensions"]])
 for ext in plan["extensions"]:

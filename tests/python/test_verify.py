@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import CORPUS, CYPATCH, ENTRIES, MANIFEST, ROOT
 
 # cimports a provider function, then dereferences NULL at import time
@@ -54,3 +56,47 @@ def test_a_wheel_that_references_nothing_mapped_is_refused_alike(tmp_path):
         assert p.returncode == 2, (args, p.returncode, p.stdout, p.stderr)
         assert p.stderr == "cypatch: %s: references no module the rules map; nothing to %s\n" % (wheel, word), \
             p.stderr
+
+
+# binds a runtime function, but none of the GPU probe's three
+RUNTIME_ONLY = ("from cuda.bindings.cyruntime cimport cudaMemcpyAsync, cudaStream_t, cudaMemcpyDefault\n\n"
+                "def copy():\n    cdef char a[2]\n    cdef char b[2]\n"
+                "    return <int>cudaMemcpyAsync(a, b, 2, cudaMemcpyDefault, <cudaStream_t>NULL)\n")
+
+
+def test_the_gpu_probe_calls_what_the_extension_binds(tmp_path):
+    """rmm 24.12 to 26.2, which do 16 MiB round trips on an H100, failed
+    `verify --gpu` with `gpu cuInit: the extension binds no cuInit`. The
+    probe calls each function through the extension's slot where it binds
+    it, else through the provider module its proven bindings came from
+    (here cudaGetDeviceCount through cuda.bindings.cyruntime: the corpus
+    provider counts 40 devices, no GPU needed), names what it called
+    through, and makes no call its providers do not offer (cuInit: the
+    module binds nothing of the driver)."""
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    site = MANIFEST["providers"]["bindings"]
+    so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path), "runtime_only", RUNTIME_ONLY, "3.3.1", [site])
+    assert not why, why
+    env = dict(os.environ, PYTHONPATH=site, PYTHONNOUSERSITE="1")
+    p = subprocess.run([CYPATCH, "verify", "--gpu", "--python", sys.executable, so], env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    assert "gpu cudaGetDeviceCount (through cuda.bindings.cyruntime): status 0, count 40" in p.stdout, p.stdout
+    assert "gpu cuInit: not called: it binds nothing of a module that exports cuInit" in p.stdout, p.stdout
+    assert p.stdout.endswith("verified\n"), p.stdout
+
+
+def test_an_interpreter_of_another_machine_is_refused(tmp_path):
+    """`verify --python` with an x86-64 interpreter and an aarch64 module
+    said `No module named ...` and FAILED: a wrong interpreter, not a
+    failure of the module. One line naming both machines, exit 2."""
+    aarch64 = os.path.join(CORPUS, "aarch64", "manifest.json")
+    if not os.path.exists(aarch64):
+        pytest.skip("no aarch64 corpus (samples/build_corpus_aarch64.py)")
+    import json
+    so = next(e["so"] for e in json.load(open(aarch64))["entries"] if e.get("so") and "cimports" in e["so"])
+    p = subprocess.run([CYPATCH, "verify", "--python", sys.executable, so], capture_output=True, text=True)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert p.stderr == "cypatch: %s: an aarch64 extension, and %s runs x86_64 code: give --python an aarch64 " \
+                       "interpreter\n" % (so, sys.executable), p.stderr
