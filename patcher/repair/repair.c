@@ -395,10 +395,11 @@ static cp_status rewrite_sources(struct job *j)
 		if (c.unhandled) {
 			free(out);
 			return cp_fail(j->err, CP_E_INPUT, "%s: %s line %d: `%s` imports from the %s layout, and "
-				       "cypatch has no rewrite of it for the %s layout%s",
+				       "cypatch has no rewrite of it for the %s layout%s%s",
 				       j->w->path, j->w->m[i].name, c.first_line, c.first,
 				       j->rules->layout[c.first_layout],
 				       j->rules->layout[!c.first_layout],
+				       strcmp(j->o->layout, "fallback") ? "" : ", which --target-layout fallback must serve too",
 				       c.unhandled > 1 ? " (nor of later lines like it)" : "");
 		}
 		j->res->left += c.left;

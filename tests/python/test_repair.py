@@ -249,6 +249,8 @@ def test_python_imports_the_target_cannot_satisfy_are_refused_unless_guarded(cas
         assert proc.stderr.count("\n") == 1 and "demo/__init__.py line %d: `" % line in proc.stderr, proc.stderr
         assert "imports from the bindings layout, and cypatch has no rewrite of it for the legacy layout" \
             in proc.stderr
+        # the refusal names the mode asked for
+        assert ("which --target-layout fallback must serve too" in proc.stderr) == (layout == "fallback"), proc.stderr
         assert not out.exists() or os.listdir(str(out)) == []
     else:
         assert proc.returncode == 0, proc.stderr
