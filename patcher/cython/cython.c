@@ -6,6 +6,7 @@
  */
 #include "cython/cython.h"
 
+#include <ctype.h>
 #include <elf.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,17 +29,26 @@ static bool parse_abi(const char *p, size_t avail, cp_scan *s)
 	return true;
 }
 
-/* Cython's helpers carry the version too: __Pyx_ImportType_0_29_37. */
+/* Cython's helpers carry the version too: __Pyx_ImportType_0_29_37,
+ * __Pyx_ImportFunction_3_3_1, mangled in C++ mode (..._0_29_37P7_object)
+ * or cloned by the compiler (....constprop.0): the version's last digit
+ * is followed by no other. */
 static bool from_symbols(cp_scan *s)
 {
 	size_t i;
 
 	for (i = 0; i < s->img->nsym; i++) {
-		const char *n = s->img->sym[i].name, *p = strstr(n, "__Pyx_");
-		int major, minor, patch;
+		const char *n = s->img->sym[i].name, *p = strstr(n, "__Pyx_"), *q;
+		int major, minor, patch, used = 0;
 
-		if (!p || !(p = strstr(p, "_0_29_")) ||
-		    sscanf(p, "_%d_%d_%d", &major, &minor, &patch) != 3)
+		if (!p)
+			continue;
+		for (q = p + 6; (q = strchr(q, '_')) != NULL; q++) {
+			if (sscanf(q, "_%d_%d_%d%n", &major, &minor, &patch, &used) == 3 &&
+			    !isdigit((unsigned char)q[used]) && ((major == 0 && minor == 29) || major == 3))
+				break;
+		}
+		if (!q)
 			continue;
 		s->cy_major = major;
 		s->cy_minor = minor;

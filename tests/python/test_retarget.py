@@ -386,3 +386,50 @@ def test_cython_30_strings_that_grow_keep_their_whole_text(tmp_path, flags):
     assert out["constants"] == ["ok", repr(("cuda.bindings.driver", "see cuda.bindings.cydriver",
                                             "see cuda.bindings.cydriver for details"))]
     assert out["load"] == ["ok", repr("cuda.bindings.driver")]
+
+
+# cimports only: no def function, so no CyFunction type and no
+# _cython_X_Y_Z name in the module; a mangled type (GLuint) in a signature
+NO_DEF = ("from @CYDRIVER@ cimport cuInit, cuGraphicsGLRegisterBuffer, CUgraphicsResource, GLuint\n"
+          "cdef CUgraphicsResource res = NULL\ncdef GLuint buf = 7\n"
+          "R = (cuInit(3), cuGraphicsGLRegisterBuffer(&res, buf, 9))\n")
+NO_DEF_FORMS = {"c": {}, "c-abi3": {"defines": ["Py_LIMITED_API=0x030B0000"]}, "cplus": {"cplus": True}}
+
+
+@pytest.mark.parametrize("form", sorted(NO_DEF_FORMS))
+def test_a_module_without_def_functions_is_read_as_the_cython_that_made_it(form, tmp_path):
+    """A Cython 3.3.1 module that cimports from cuda.bindings.cydriver and
+    defines no Python function names no _cython_3_3_1 ABI module; it was
+    taken for Cython 0.29, its string blob was not read, and
+    `--target-layout legacy` exited 0 with an output whose import failed
+    (`TypeError: C function cuda.ccuda.cuInit has wrong signature (expected
+    CUresult (CUgraphicsResource *, __pyx_t_4cuda_5ccuda_GLuint, ...`): a
+    rename inside the blob's bytes had moved every later constant. The
+    version is read from its versioned helpers (__Pyx_ImportFunction_3_3_1).
+    The retarget then works, or is refused in one line; never an exit 0
+    whose output fails."""
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    import build_corpus
+    built = {}
+    for layout in ("bindings", "legacy"):
+        so, _, why = build_corpus.build_ext(CORPUS, str(tmp_path / layout), "nodef",
+                                            build_corpus.substitute(NO_DEF, layout), "3.3.1",
+                                            [MANIFEST["providers"][layout]], **NO_DEF_FORMS[form])
+        assert not why, why
+        built[layout] = so
+    assert "Cython 3.3.1" in cypatch("show", built["bindings"]).stdout.splitlines()[0]
+    dest = tmp_path / "out" / os.path.basename(built["bindings"])
+    dest.parent.mkdir()
+    proc = cypatch("--target-layout", "legacy", "-o", str(dest), built["bindings"])
+    if proc.returncode:
+        assert_refused(proc, "", str(dest))
+        return
+    run = "import nodef; print(nodef.R)"
+    want = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(built["legacy"]),
+                                                                           MANIFEST["providers"]["legacy"]])))
+    got = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(dest.parent),
+                                                                          MANIFEST["providers"]["legacy"]])))
+    assert want.returncode == 0, want.stderr
+    assert (got.returncode, got.stdout) == (0, want.stdout), got.stderr
