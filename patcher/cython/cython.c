@@ -29,26 +29,44 @@ static bool parse_abi(const char *p, size_t avail, cp_scan *s)
 	return true;
 }
 
-/* Cython's helpers carry the version too: __Pyx_ImportType_0_29_37,
- * __Pyx_ImportFunction_3_3_1, mangled in C++ mode (..._0_29_37P7_object)
- * or cloned by the compiler (....constprop.0): the version's last digit
- * is followed by no other. */
+/* A number of at most three digits at *p, moved past; -1 when none. */
+static int small_number(const char **p)
+{
+	int v = 0, n = 0;
+
+	while (n < 3 && isdigit((unsigned char)**p))
+		v = v * 10 + (*(*p)++ - '0'), n++;
+	return n && !isdigit((unsigned char)**p) ? v : -1;
+}
+
+/* Cython's import helpers carry the version: __Pyx_ImportType_0_29_37,
+ * __Pyx_ImportType_CheckSize_Warn_3_3_1, __Pyx_ImportFunction_3_3_1;
+ * mangled in C++ mode (..._0_29_37P7_object) or cloned by the compiler
+ * (....constprop.0), the version is followed by no digit. The last "_"
+ * that starts MAJOR_MINOR_PATCH after "__Pyx_Import" is read. */
+static bool version_suffix(const char *name, int *major, int *minor, int *patch)
+{
+	const char *p = strstr(name, "__Pyx_Import"), *q;
+
+	for (q = p; q && (q = strchr(q + 1, '_')) != NULL;) {
+		const char *r = q + 1;
+
+		if ((*major = small_number(&r)) < 0 || *r++ != '_' || (*minor = small_number(&r)) < 0 ||
+		    *r++ != '_' || (*patch = small_number(&r)) < 0)
+			continue;
+		if ((*major == 0 && *minor == 29) || *major == 3)
+			return true;
+	}
+	return false;
+}
+
 static bool from_symbols(cp_scan *s)
 {
 	size_t i;
+	int major, minor, patch;
 
 	for (i = 0; i < s->img->nsym; i++) {
-		const char *n = s->img->sym[i].name, *p = strstr(n, "__Pyx_"), *q;
-		int major, minor, patch, used = 0;
-
-		if (!p)
-			continue;
-		for (q = p + 6; (q = strchr(q, '_')) != NULL; q++) {
-			if (sscanf(q, "_%d_%d_%d%n", &major, &minor, &patch, &used) == 3 &&
-			    !isdigit((unsigned char)q[used]) && ((major == 0 && minor == 29) || major == 3))
-				break;
-		}
-		if (!q)
+		if (!version_suffix(s->img->sym[i].name, &major, &minor, &patch))
 			continue;
 		s->cy_major = major;
 		s->cy_minor = minor;

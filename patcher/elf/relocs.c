@@ -209,7 +209,9 @@ static cp_status push_relr(cp_image *img, const struct cp_section *s, size_t *ca
 			       "%s: %s: a relocation at 0x%llx lies outside the writable segments",
 			       img->path, s->name, (unsigned long long)where);
 	c->next = where + 1;
-	p = cp_image_va_bytes(img, where, 8);
+	/* the word ld.so adds the base to: in the segment's file bytes
+	 * (relr_writable), whether or not a section covers them */
+	p = cp_image_bytes(img, img->seg[c->seg].offset + (where - img->seg[c->seg].vaddr), 8);
 	if (p)
 		memcpy(&v, p, 8);
 	return push_reloc(img, cap, where, img->arch->reloc_relative, 0, (int64_t)v, 0, err);

@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXN 32
+/* names in one from-import (a parenthesised list can be long) */
+#define MAXN 128
 /* the except line of a fallback block: found again by earlier_block */
 #define MARKER "except ImportError as _cypatch_e:  # cypatch: the other cuda-python layout"
 

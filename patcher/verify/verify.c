@@ -116,11 +116,11 @@ static cp_status plan_extension(const char *file, const char *module, const cp_r
 		if (!init_symbol(img, scan->modname, &init))
 			st = cp_fail(err, CP_E_INPUT, "%s: no %s symbol", file, name);
 		else
-			json_array_append_new(exts, json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "module",
+			json_array_append_new(exts, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "module",
 							      module ? module : scan->modname, "file", file,
-							      "machine", img->arch->name, "init", name, "init_value",
-							      (json_int_t)init, "bindings", bindings(scan), "unproven",
-							      unproven_providers(scan)));
+							      "machine", img->arch->name, "triplet", img->arch->triplet,
+							      "init", name, "init_value", (json_int_t)init, "bindings",
+							      bindings(scan), "unproven", unproven_providers(scan)));
 		*added = !st;
 	}
 	if (!st)
@@ -394,28 +394,34 @@ static cp_status read_answer(const char *path, const char *dir, const struct cp_
 	return st;
 }
 
-/* Python's name of a machine (platform.machine()) against ours ("x86-64"). */
-static bool same_machine(const char *ours, const char *python)
-{
-	for (; *ours && *python; ours++, python++)
-		if (*ours != *python && !(*ours == '-' && *python == '_'))
-			return false;
-	return !*ours && !*python;
-}
-
 /* An interpreter of another machine cannot load the extensions: that is no
- * failure of theirs, but a wrong --python. */
+ * failure of theirs, but a wrong --python. The interpreter says its GNU
+ * triplet (sysconfig's MULTIARCH); one that does not is not judged here. */
 static cp_status machine_matches(const char *path, json_t *result, json_t *plan, const struct cp_verify_opts *o,
 				 cp_error *err)
 {
-	const char *theirs = json_string_value(json_object_get(result, "machine"));
+	const char *theirs = json_string_value(json_object_get(result, "multiarch"));
 	json_t *e = json_array_get(json_object_get(plan, "extensions"), 0);
 	const char *ours = json_string_value(json_object_get(e, "machine"));
+	const char *triplet = json_string_value(json_object_get(e, "triplet"));
 
-	if (!theirs || !ours || same_machine(ours, theirs))
+	if (!theirs || !ours || !triplet || !strcmp(theirs, triplet))
 		return CP_OK;
-	return cp_fail(err, CP_E_INPUT, "%s: an %s extension, and %s runs %s code: give --python an %s interpreter",
-		       path, ours, o->python, theirs, ours);
+	return cp_fail(err, CP_E_INPUT, "%s: an %s extension (%s), and %s runs %s code: give --python an %s interpreter",
+		       path, ours, triplet, o->python, theirs, ours);
+}
+
+/* With --gpu, the calls made: 0 when the extension's providers offer none
+ * of the probe's (verify_child.py), and the proof then holds no GPU call. */
+static size_t gpu_calls(json_t *result)
+{
+	json_t *g;
+	const char *k;
+	size_t n = 0;
+
+	json_object_foreach(json_object_get(result, "gpu"), k, g)
+		n += !json_object_get(g, "skipped");
+	return n;
 }
 
 /* The verdict written into the result: ok, and why not. */
@@ -463,6 +469,10 @@ cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_ver
 		st = machine_matches(path, *result, plan, o, err);
 	if (!st)
 		*ok = conclude(*result, plan, o);
+	/* a pass whose GPU part called nothing proves nothing of the GPU */
+	if (!st && *ok && o->gpu && !gpu_calls(*result))
+		st = cp_fail(err, CP_E_INPUT, "%s: --gpu: it binds nothing through which cuInit, cuDeviceGetCount or "
+			     "cudaGetDeviceCount can be called, so no GPU call proves it", path);
 	if (st && *result) {
 		json_decref(*result);
 		*result = NULL;

@@ -7,9 +7,9 @@ import ctypes
 import importlib
 import json
 import os
-import platform
 import re
 import sys
+import sysconfig
 
 plan = json.load(open(sys.argv[1]))
 sys.path.insert(0, plan["root"])
@@ -115,7 +115,10 @@ def parallel_trees(modules):
     return skipped
 
 
-result = {"python": sys.version.split()[0], "executable": sys.executable, "machine": platform.machine(),
+# the interpreter's own machine (its GNU triplet, as its extensions' suffix
+# names it), not the kernel's (platform.machine())
+multiarch = sysconfig.get_config_var("MULTIARCH") or getattr(sys.implementation, "_multiarch", None)
+result = {"python": sys.version.split()[0], "executable": sys.executable, "multiarch": multiarch,
           "extensions": []}
 bound_all = {}
 skips = parallel_trees([ext["module"] for ext in plan["extensions"]])

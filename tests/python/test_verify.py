@@ -98,5 +98,5 @@ def test_an_interpreter_of_another_machine_is_refused(tmp_path):
     so = next(e["so"] for e in json.load(open(aarch64))["entries"] if e.get("so") and "cimports" in e["so"])
     p = subprocess.run([CYPATCH, "verify", "--python", sys.executable, so], capture_output=True, text=True)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
-    assert p.stderr == "cypatch: %s: an aarch64 extension, and %s runs x86_64 code: give --python an aarch64 " \
-                       "interpreter\n" % (so, sys.executable), p.stderr
+    assert p.stderr == "cypatch: %s: an aarch64 extension (aarch64-linux-gnu), and %s runs x86_64-linux-gnu " \
+                       "code: give --python an aarch64 interpreter\n" % (so, sys.executable), p.stderr
