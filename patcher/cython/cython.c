@@ -42,8 +42,8 @@ static int small_number(const char **p)
 /* Cython's import helpers carry the version: __Pyx_ImportType_0_29_37,
  * __Pyx_ImportType_CheckSize_Warn_3_3_1, __Pyx_ImportFunction_3_3_1;
  * mangled in C++ mode (..._0_29_37P7_object) or cloned by the compiler
- * (....constprop.0), the version is followed by no digit. The last "_"
- * that starts MAJOR_MINOR_PATCH after "__Pyx_Import" is read. */
+ * (....constprop.0), the version is followed by no digit. The first "_"
+ * after "__Pyx_Import" that starts MAJOR_MINOR_PATCH is read. */
 static bool version_suffix(const char *name, int *major, int *minor, int *patch)
 {
 	const char *p = strstr(name, "__Pyx_Import"), *q;

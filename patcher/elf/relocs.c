@@ -95,20 +95,17 @@ static size_t load_holding(const cp_image *img, size_t from, uint64_t va, bool f
  * works by chance, and a patch that adds a segment changes that chance. */
 static bool points_into_image(const cp_image *img, uint64_t target)
 {
-	uint64_t lo = UINT64_MAX, hi = 0;
+	const struct cp_segment *first = NULL, *last = NULL;
 	size_t i;
 
-	for (i = 0; i < img->nseg; i++) {
-		const struct cp_segment *g = &img->seg[i];
-
-		if (g->type != PT_LOAD)
-			continue;
-		if (g->vaddr < lo)
-			lo = g->vaddr;
-		if (g->memsz <= UINT64_MAX - g->vaddr && g->vaddr + g->memsz > hi)
-			hi = g->vaddr + g->memsz;
-	}
-	return target >= lo && target <= hi;
+	/* validate.c has the PT_LOADs ascending, without overlap, each inside
+	 * the address space: the first starts the span, the last ends it */
+	for (i = 0; i < img->nseg; i++)
+		if (img->seg[i].type == PT_LOAD) {
+			first = first ? first : &img->seg[i];
+			last = &img->seg[i];
+		}
+	return first && target >= first->vaddr && target - first->vaddr <= last->vaddr + last->memsz - first->vaddr;
 }
 
 static cp_status relative_ok(const cp_image *img, const struct cp_section *s, uint64_t where, uint64_t target,
