@@ -62,14 +62,20 @@ def leftovers(d, mode):
 
 @pytest.fixture(scope="module")
 def reference(big_wheel, tmp_path_factory):
-    """Per command: the complete output's digest and how long a run takes."""
+    """Per command: the complete output's digest and how long a warm run
+    takes. The shortest of two runs: the first may read the 37.8 MB input
+    from a cold page cache and take twice as long (CI measured 0.83 s for -o
+    against 0.43 s for --in-place), which put the later signals past the end."""
     out = {}
     for mode in COMMANDS:
-        d = tmp_path_factory.mktemp("ref")
-        args, _, dest = command(mode, d, big_wheel)
-        t0 = time.monotonic()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        out[mode] = (digest(dest), time.monotonic() - t0)
+        took = []
+        for _ in range(2):
+            d = tmp_path_factory.mktemp("ref")
+            args, _, dest = command(mode, d, big_wheel)
+            t0 = time.monotonic()
+            subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+            took.append(time.monotonic() - t0)
+        out[mode] = (digest(dest), min(took))
     return out
 
 
