@@ -1063,20 +1063,37 @@ static void note_shared_import(cp_scan *s, const struct sigconst *c, const struc
 				 blk && blk->module ? blk->module : "another module");
 }
 
+/* Whether the walk read anything from memory on the straight way from
+ * b's import to the next call. */
+static bool reads_before_a_call(const struct cp_import_block *b)
+{
+	return first_load(b) != NULL;
+}
+
 /*
  * A mapped module's import (a cimport) whose constant no load right after
  * it reads, while a constant is tied to no import: which functions come
  * from which module is then a guess (module state reads the string table
  * through a register), and the scan says it cannot vouch for them.
+ *
+ * Where some constant is tied (the module reads its table at fixed
+ * addresses), an import that reads nothing before its next call imports no
+ * functions: the table is writable, so its constant cannot be loaded before
+ * the import's call, and __Pyx_ImportFunction needs it. Such an import is a
+ * type-only cimport (cuda-core 1.2.2's `cimport cuda.bindings.driver`, whose
+ * next call is __Pyx_ImportType), and a loose constant is then the module's
+ * own export list, never its.
  */
 static cp_status check_ties(cp_scan *s, const struct tie *t, size_t nc, cp_error *err)
 {
 	size_t i, k;
-	bool loose = false;
+	bool loose = false, fixed = false;
 	const char *mm;
 
-	for (k = 0; k < nc && !loose; k++)
-		loose = !t[k].first;
+	for (k = 0; k < nc; k++) {
+		loose = loose || !t[k].first;
+		fixed = fixed || t[k].first;
+	}
 	for (i = 0; loose && i < s->nblocks && !s->incomplete[0]; i++) {
 		bool has = false;
 
@@ -1084,7 +1101,7 @@ static cp_status check_ties(cp_scan *s, const struct tie *t, size_t nc, cp_error
 			continue;
 		for (k = 0; k < nc && !has; k++)
 			has = t[k].blk == &s->blocks[i] && t[k].first;
-		if (has)
+		if (has || (fixed && !reads_before_a_call(&s->blocks[i])))
 			continue;
 		snprintf(s->incomplete, sizeof(s->incomplete), "no import-signature constant is read right after "
 			 "the import of %s, so which cimported functions are its is not known", s->blocks[i].module);
@@ -1280,6 +1297,8 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 		if (!e->is_bytes && (lay = cp_rules_name_layout(s->rules, v, &module)) >= 0)
 			st = add_blob_ref(s, bi, k, CP_K_PYIMPORT, module, lay, v, err);
+		else if (!e->is_bytes && (lay = cp_rules_unmapped_layout(s->rules, v, strlen(v), &module)) >= 0)
+			st = add_blob_ref(s, bi, k, CP_K_UNMAPPED, v, lay, v, err);
 		else if (e->is_bytes && (lay = cp_rules_signature_layout(s->rules, v, &module)) >= 0)
 			st = add_blob_ref(s, bi, k, CP_K_SIGNATURE, module, lay, v, err);
 		else if (!e->is_bytes && (lay = prose_layout(s, v, strlen(v), &module)) >= 0)

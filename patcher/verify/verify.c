@@ -67,11 +67,31 @@ static json_t *bindings(const cp_scan *s)
 	return out;
 }
 
+static bool is_import(const struct cp_ref *r)
+{
+	return r->kind == CP_K_FUNCTION || r->kind == CP_K_VARIABLE;
+}
+
+/* Whether the module imports functions or variables from `module`, or
+ * some that the scan tied to no module. */
+static bool imports_from(const cp_scan *s, const char *module)
+{
+	size_t j;
+
+	for (j = 0; j < s->nrefs; j++)
+		if (is_import(&s->refs[j]) && (!s->refs[j].module || !strcmp(s->refs[j].module, module)))
+			return true;
+	return false;
+}
+
 /* The providers the module imports (PyImport_ImportModule) of which no
- * binding can be proven: no function or variable with a slot the child
- * can read, and no type (the import itself checks a type's size). A patch
- * that lost its slots looks like that, and so does a module whose slots
- * the scan cannot find (module state, Cython 3.2+). */
+ * binding can be proven: it imports functions or variables from one and
+ * none has a slot the child can read, and it imports no type (the import
+ * itself checks a type's size). A patch that lost its slots looks like
+ * that, and so does a module whose slots the scan cannot find (module
+ * state). A provider it imports nothing from (cuda-core 1.2.2's
+ * type-only `cimport cuda.bindings.driver`, whose __Pyx_ImportType the
+ * scan does not read) is proven by the import itself. */
 static json_t *unproven_providers(const cp_scan *s)
 {
 	json_t *out = json_array();
@@ -81,11 +101,10 @@ static json_t *unproven_providers(const cp_scan *s)
 		const struct cp_ref *r = &s->refs[i];
 		bool bound = false;
 
-		if (r->kind != CP_K_CIMPORT || !cp_ref_is_live(r) || !r->module)
+		if (r->kind != CP_K_CIMPORT || !cp_ref_is_live(r) || !r->module || !imports_from(s, r->module))
 			continue;
 		for (j = 0; j < s->nrefs && !bound; j++)
-			bound = (((s->refs[j].kind == CP_K_FUNCTION || s->refs[j].kind == CP_K_VARIABLE) &&
-				  s->refs[j].slot) || s->refs[j].kind == CP_K_TYPE) &&
+			bound = ((is_import(&s->refs[j]) && s->refs[j].slot) || s->refs[j].kind == CP_K_TYPE) &&
 				s->refs[j].module && !strcmp(s->refs[j].module, r->module);
 		if (!bound)
 			json_array_append_new(out, json_string(r->module));
