@@ -74,6 +74,11 @@ REAL_CORPUS = [
     (("cuda-core", "0.3.2"), "either", []),
     # Cython 3.2.1 blobs, per-CUDA-major trees cu12/ and cu13/
     (("cuda-core", "0.4.2"), "bindings", []),
+    # Cython 3.2.9: type-only `cimport cuda.bindings.driver` beside the
+    # cydriver functions, its own C exports, imports of modules only the
+    # bindings layout has (cuda.bindings.cynvvm); cuda.core without
+    # experimental; it needs cuda-pathfinder 1.4.2 or later
+    (("cuda-core", "1.2.2"), "bindings", [("cuda-pathfinder", "1.9.1")]),
     # Cython 3.0.12, 6 cyruntime functions in pylibraft/common/cuda; rmm's
     # librmm.so is loaded by `import rmm`, libraft is left out (its
     # __init__ skips it when missing)

@@ -436,6 +436,25 @@ static cp_status unreported_from_imports(struct planner *pl)
 	return CP_OK;
 }
 
+cp_status cp_plan_refuse_unmapped(const cp_image *img, const cp_scan *scan, int target, cp_error *err)
+{
+	const cp_rules *r = scan->rules;
+	size_t i;
+
+	for (i = 0; i < scan->nrefs; i++) {
+		const struct cp_ref *u = &scan->refs[i];
+		int other = target >= 0 ? target : !u->layout;
+
+		if (u->kind != CP_K_UNMAPPED || !cp_ref_may_import(u) || u->layout == other ||
+		    (size_t)other >= r->nlayout)
+			continue;
+		return cp_fail(err, CP_E_INPUT, "%s: imports %s, which the %s layout does not have%s", img->path,
+			       u->value, r->layout[other],
+			       target >= 0 ? "" : ", and --target-layout fallback must serve it too");
+	}
+	return CP_OK;
+}
+
 cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		       struct cp_plan *plan, cp_error *err)
 {
@@ -447,6 +466,9 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 	/* names the scan could not see would be left behind */
 	if (scan->incomplete[0])
 		return cp_fail(err, CP_E_INPUT, "%s: %s", img->path, scan->incomplete);
+	st = cp_plan_refuse_unmapped(img, scan, target, err);
+	if (st)
+		return st;
 	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;

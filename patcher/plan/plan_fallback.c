@@ -560,6 +560,9 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 	st = check_scan(img, scan, err);
 	if (st || scan->fallback)
 		return st; /* already patched: an empty plan */
+	st = cp_plan_refuse_unmapped(img, scan, -1, err);
+	if (st)
+		return st;
 	for (k = 0; k < NREDIRECTS; k++)
 		f.need[k] = needed(scan, redirects[k].api);
 	st = cp_dis_open(&pl.dis, img, err);

@@ -49,6 +49,12 @@ struct planner {
 	struct cp_plan_pointers *pointers; /* pointers.c: made by cp_plan_make */
 };
 
+/* plan.c */
+/* Refuses a module that imports a module only its own layout has
+ * (cuda.bindings.cynvvm): no rewrite or stub makes that import work in
+ * layout target (-1: both, for fallback). */
+cp_status cp_plan_refuse_unmapped(const cp_image *img, const cp_scan *scan, int target, cp_error *err);
+
 /* pointers.c */
 /* Indexes the targets of the scan's code operands and of the image's
  * relative relocations; cp_plan_free_pointers frees it (also after a

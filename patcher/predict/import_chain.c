@@ -27,6 +27,7 @@ enum rank { R_NAMESPACE, R_SOURCE, R_EXTENSION, R_PACKAGE };
 
 struct mod {
 	char *name;
+	char *real;                /* an alias's module (pkg.x for pkg/cu12/x), else NULL */
 	enum rank rank;
 	size_t member;             /* NONE for a namespace directory */
 	struct cp_pystmts stmts;   /* a .py file's */
@@ -37,6 +38,7 @@ struct mod {
 struct cp_chain {
 	struct cp_wheel *w;
 	const cp_rules *rules;
+	unsigned major;
 	struct mod *v;
 	size_t n, cap;
 };
@@ -78,6 +80,55 @@ static cp_status add(struct cp_chain *ch, const char *name, enum rank rank, size
 	return CP_OK;
 }
 
+unsigned cp_chain_tree_major(const struct cp_wheel *w, const char *name, size_t *head)
+{
+	const char *p = name;
+	unsigned major;
+	size_t i, plen;
+	int len;
+
+	for (; (p = strstr(p, "/cu")) != NULL; p++)
+		if (sscanf(p + 3, "%u%n", &major, &len) == 1 && p[3 + len] == '/')
+			break;
+	if (!p)
+		return 0;
+	plen = (size_t)(p - name) + 3; /* "pkg/cu" */
+	for (i = 0; i < w->n; i++) {
+		const char *o = w->m[i].name;
+		unsigned other;
+
+		if (!strncmp(o, name, plen) && sscanf(o + plen, "%u%n", &other, &len) == 1 && o[plen + len] == '/' &&
+		    other != major && strstr(o, ".so")) {
+			if (head)
+				*head = plen - 2;
+			return major;
+		}
+	}
+	return 0;
+}
+
+/* A module of the installed major's tree under its name without the tree
+ * (pkg.x for pkg/cu12/x.so), as an alias that a real pkg/x yields to. */
+static cp_status add_alias(struct cp_chain *ch, const char *path, size_t stem, const char *real, cp_error *err)
+{
+	char buf[512], name[512];
+	const char *rest;
+	size_t head;
+	int n;
+
+	if (!ch->major || cp_chain_tree_major(ch->w, path, &head) != ch->major)
+		return CP_OK;
+	rest = strchr(path + head, '/');
+	n = snprintf(buf, sizeof(buf), "%.*s%.*s", (int)head, path, (int)(stem - (size_t)(rest + 1 - path)), rest + 1);
+	if (n < 0 || (size_t)n >= sizeof(buf) || !dotted_of(buf, (size_t)n, name, sizeof(name)))
+		return CP_OK;
+	if (add(ch, name, R_NAMESPACE, NONE, err))
+		return err->code;
+	if (!(ch->v[ch->n - 1].real = strdup(real)))
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	return CP_OK;
+}
+
 /* The modules member i of the wheel is, and the packages it lies in. */
 static cp_status index_member(struct cp_chain *ch, size_t i, cp_error *err)
 {
@@ -96,11 +147,16 @@ static cp_status index_member(struct cp_chain *ch, size_t i, cp_error *err)
 			st = dotted_of(path, k + 1, name, sizeof(name)) ? add(ch, name, R_NAMESPACE, NONE, err) : CP_OK;
 	if (st || !dotted_of(path, (size_t)(dot - path), name, sizeof(name)))
 		return st;
-	if (!strcmp(dot, ".py") && !strcmp(base, "__init__.py"))
-		return dir && dotted_of(path, dir, name, sizeof(name)) ? add(ch, name, R_PACKAGE, i, err) : CP_OK;
-	if (!strcmp(dot, ".py"))
-		return add(ch, name, R_SOURCE, i, err);
-	return n > 3 && !strcmp(path + n - 3, ".so") ? add(ch, name, R_EXTENSION, i, err) : CP_OK;
+	if (!strcmp(dot, ".py") && !strcmp(base, "__init__.py")) {
+		if (!dir || !dotted_of(path, dir, name, sizeof(name)))
+			return CP_OK;
+		st = add(ch, name, R_PACKAGE, i, err);
+		return st ? st : add_alias(ch, path, dir, name, err);
+	}
+	if (strcmp(dot, ".py") && (n <= 3 || strcmp(path + n - 3, ".so")))
+		return CP_OK;
+	st = add(ch, name, strcmp(dot, ".py") ? R_EXTENSION : R_SOURCE, i, err);
+	return st ? st : add_alias(ch, path, (size_t)(dot - path), name, err);
 }
 
 static int by_name_rank(const void *a, const void *b)
@@ -108,12 +164,15 @@ static int by_name_rank(const void *a, const void *b)
 	const struct mod *x = a, *y = b;
 	int c = strcmp(x->name, y->name);
 
+	if (!c && !x->real != !y->real)
+		return x->real ? 1 : -1; /* the real module first */
 	return c ? c : (int)y->rank - (int)x->rank;
 }
 
 static void free_mod(struct mod *m)
 {
 	free(m->name);
+	free(m->real);
 	free(m->imports);
 	cp_pystmt_free(&m->stmts);
 }
@@ -141,8 +200,8 @@ static size_t find(const struct cp_chain *ch, const char *name)
 		size_t mid = lo + (hi - lo) / 2;
 		int c = strcmp(ch->v[mid].name, name);
 
-		if (!c)
-			return mid;
+		if (!c) /* an alias leads to its module, never to another alias */
+			return ch->v[mid].real ? find(ch, ch->v[mid].real) : mid;
 		if (c < 0)
 			lo = mid + 1;
 		else
@@ -167,7 +226,8 @@ static cp_status read_source(struct cp_chain *ch, struct mod *m, cp_error *err)
 	return st;
 }
 
-cp_status cp_chain_open(struct cp_wheel *w, const cp_rules *rules, struct cp_chain **out, cp_error *err)
+cp_status cp_chain_open(struct cp_wheel *w, const cp_rules *rules, unsigned major, struct cp_chain **out,
+			cp_error *err)
 {
 	struct cp_chain *ch = calloc(1, sizeof(*ch));
 	cp_status st = ch ? CP_OK : cp_fail(err, CP_E_INTERNAL, "out of memory");
@@ -178,6 +238,7 @@ cp_status cp_chain_open(struct cp_wheel *w, const cp_rules *rules, struct cp_cha
 		return st;
 	ch->w = w;
 	ch->rules = rules;
+	ch->major = major;
 	for (i = 0; !st && i < w->n; i++)
 		st = index_member(ch, i, err);
 	if (!st)

@@ -12,7 +12,9 @@
  * not guarded). Followed, in the order CPython runs them and each module
  * once (a module being imported counts as imported, so cycles end): a
  * statement importing a module of the wheel (absolute, or relative and
- * resolving inside it), and what an extension of the wheel imports of the
+ * resolving inside it; a wheel of per-CUDA-major trees, pkg/cu12/ and
+ * pkg/cu13/, whose package puts the installed major's tree on its
+ * __path__ as cuda-core's does, holds pkg/cu12/x as pkg.x too), and what an extension of the wheel imports of the
  * wheel's modules (its cimported modules and Python-level names; a name
  * it uses only inside a function counts too). A statement importing a
  * mapped module (or a layout-specific package, or naming one in `from P
@@ -36,8 +38,17 @@ struct cp_chain;
  * import system would not find, into missing. */
 typedef bool (*cp_chain_resolve)(void *ctx, const char *module, char *missing, size_t mn);
 
-/* The index of w's modules, its Python sources read. */
-cp_status cp_chain_open(struct cp_wheel *w, const cp_rules *rules, struct cp_chain **out, cp_error *err);
+/* The index of w's modules, its Python sources read; major: the CUDA
+ * major whose tree the package imports, or 0. */
+cp_status cp_chain_open(struct cp_wheel *w, const cp_rules *rules, unsigned major, struct cp_chain **out,
+			cp_error *err);
+
+/* A member inside a per-CUDA-major tree (cuda-core: pkg/cu12/...,
+ * pkg/cu13/...; the package imports the one for the installed major, and
+ * the others cannot be imported): the tree's major, when the wheel has
+ * another tree beside it, with the length of "pkg/" in *head (when not
+ * NULL); else 0. */
+unsigned cp_chain_tree_major(const struct cp_wheel *w, const char *name, size_t *head);
 
 /* What the extension `member` of the wheel imports of the wheel's modules,
  * from its scan. */

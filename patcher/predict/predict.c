@@ -282,7 +282,9 @@ static void defer(struct ctx *c, const struct cp_ref *r, enum cp_when w)
 }
 
 /* Python-level: `import a.b.c` and `from P import N` of mapped modules,
- * those made at import time; the others are listed as deferred. */
+ * and any import of a module only one layout has (unmapped, which a
+ * cimport makes at import time too), those made at import time; the others
+ * are listed as deferred. */
 static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_scan *s)
 {
 	char file[4096], missing[4096], full[1024];
@@ -295,8 +297,9 @@ static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_sc
 		const char *other;
 		enum cp_when w;
 
-		if (!cp_ref_is_live(r) || (r->kind != CP_K_FROMIMPORT && !(r->kind == CP_K_PYIMPORT && r->module &&
-									     cp_rules_module_layout(c->rules, r->value) >= 0)))
+		if (!cp_ref_is_live(r) || (r->kind == CP_K_UNMAPPED && !cp_ref_may_import(r)) ||
+		    (r->kind != CP_K_FROMIMPORT && r->kind != CP_K_UNMAPPED &&
+		     !(r->kind == CP_K_PYIMPORT && r->module && cp_rules_module_layout(c->rules, r->value) >= 0)))
 			continue;
 		if (!t && (st = cp_import_time_open(img, s->modname, &t, c->err)) != CP_OK)
 			break;
@@ -306,8 +309,9 @@ static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_sc
 			defer(c, r, w);
 			continue;
 		}
-		if (r->kind == CP_K_PYIMPORT) {
-			other = s->fallback ? cp_rules_map(c->rules, r->value, !r->layout) : NULL;
+		if (r->kind != CP_K_FROMIMPORT) {
+			other = s->fallback && r->kind == CP_K_PYIMPORT ? cp_rules_map(c->rules, r->value, !r->layout)
+									 : NULL;
 			if (resolve(c, r->value, file, sizeof(file), missing, sizeof(missing)) ||
 			    (other && resolve(c, other, file, sizeof(file), full, sizeof(full))))
 				continue;
@@ -425,34 +429,6 @@ static unsigned site_cuda_major(const char *site)
 	return found[0] ? found[0] : found[1];
 }
 
-/* A member inside a per-CUDA-major tree (cuda-core 0.4: pkg/cu12/...,
- * pkg/cu13/...; the package imports the one for the installed major, and
- * the others cannot be imported): the tree's major, when the wheel has
- * another tree beside it; else 0. */
-static unsigned tree_major(const struct cp_wheel *w, const char *name)
-{
-	const char *p = name;
-	unsigned major;
-	size_t i, plen;
-	int len;
-
-	for (; (p = strstr(p, "/cu")) != NULL; p++)
-		if (sscanf(p + 3, "%u%n", &major, &len) == 1 && p[3 + len] == '/')
-			break;
-	if (!p)
-		return 0;
-	plen = (size_t)(p - name) + 3; /* "pkg/cu" */
-	for (i = 0; i < w->n; i++) {
-		const char *o = w->m[i].name;
-		unsigned other;
-
-		if (!strncmp(o, name, plen) && sscanf(o + plen, "%u%n", &other, &len) == 1 && o[plen + len] == '/' &&
-		    other != major && strstr(o, ".so"))
-			return major;
-	}
-	return 0;
-}
-
 /* The prediction just appended to exts, for a module of a tree the
  * package does not import under the site: replaced by why it is skipped. */
 static void skip_tree(json_t *exts, unsigned tree, unsigned major)
@@ -492,14 +468,14 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 	size_t i;
 
 	if (!st)
-		st = cp_chain_open(w, c->rules, &c->chain, err);
+		st = cp_chain_open(w, c->rules, c->cuda_major, &c->chain, err);
 	if (!st && !mkdtemp(dir))
 		st = cp_fail(err, CP_E_IO, "cannot create a temporary directory");
 	for (i = 0; !st && w && i < w->n; i++) {
 		uint8_t *data;
 		size_t len;
 
-		unsigned tree = tree_major(w, w->m[i].name);
+		unsigned tree = cp_chain_tree_major(w, w->m[i].name, NULL);
 		size_t before = json_array_size(exts);
 
 		if (w->m[i].dir || !strstr(w->m[i].name, ".so"))

@@ -589,6 +589,54 @@ int cp_rules_name_layout(const cp_rules *r, const char *v, const char **module)
 	return lay;
 }
 
+/* Whether v[0, n) is a dotted Python name: identifiers joined by dots. */
+static bool dotted_name(const char *v, size_t n)
+{
+	size_t i;
+	bool start = true;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if (c == '.' && !start) {
+			start = true;
+			continue;
+		}
+		if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!start && c >= '0' && c <= '9')))
+			return false;
+		start = false;
+	}
+	return n && !start;
+}
+
+int cp_rules_unmapped_layout(const cp_rules *r, const char *v, size_t n, const char **pkg)
+{
+	char head[512];
+	size_t len, slot;
+	int k;
+
+	if (!r->npkg_slot || n >= sizeof(head) || !dotted_name(v, n))
+		return -1;
+	for (len = n; len > 0; len--) {
+		if (len < n && v[len] != '.')
+			continue;
+		memcpy(head, v, len);
+		head[len] = '\0';
+		/* mapped, a package of mapped modules, or a mapped module's
+		 * attribute (cuda.bindings.driver.CUlinkState) */
+		if (find_name(r, head, &k) >= 0 || (len == n && *pkg_slot(r, v, n)))
+			return -1;
+		if (len == n)
+			continue;
+		slot = *pkg_slot(r, v, len);
+		if (slot && r->pkg[slot - 1].layout >= 0) {
+			*pkg = r->pkg[slot - 1].name;
+			return r->pkg[slot - 1].layout;
+		}
+	}
+	return -1;
+}
+
 int cp_rules_signature_layout(const cp_rules *r, const char *sig, const char **module)
 {
 	char buf[512];

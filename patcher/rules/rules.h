@@ -67,6 +67,12 @@ int cp_rules_package_layout(const cp_rules *r, const char *pkg);
  * the rules' own spelling of it in *module; -1 when unmapped. */
 int cp_rules_name_layout(const cp_rules *r, const char *v, const char **module);
 
+/* For a dotted name v[0, n) that the rules do not map and that lies in a
+ * package of one layout's modules (cuda.bindings.cynvvm, which cuda-python
+ * 12.8 added and the legacy layout never had): that package's layout, with
+ * the rules' spelling of the package in *pkg; else -1. */
+int cp_rules_unmapped_layout(const cp_rules *r, const char *v, size_t n, const char **pkg);
+
 /* The layout of the module whose mangled prefix appears in an import
  * signature ("... __pyx_t_4cuda_5ccuda_..."), with its name in *module; -1
  * when none does. */

@@ -38,10 +38,15 @@ static bool has_code_site(const struct cp_string *str)
 /* The role of a literal: what the extension does with it. */
 static enum cp_ref_kind literal_kind(const cp_scan *s, const struct cp_string *str, bool exact)
 {
+	const char *pkg;
+
 	if (str->path_form)
 		return CP_K_FILENAME;
 	if (str->mangled)
 		return CP_K_SIGNATURE;
+	if (!exact && str->package &&
+	    cp_rules_unmapped_layout(s->rules, (const char *)s->img->data + str->off, str->len, &pkg) == str->layout)
+		return CP_K_UNMAPPED;
 	if (!exact)
 		return CP_K_STRING;
 	if (has_table_site(str))
@@ -82,7 +87,8 @@ static cp_status literal_refs(cp_scan *s, cp_error *err)
 		const struct cp_string *str = &s->strs[i];
 		enum cp_ref_kind kind = literal_kind(s, str, str->exact);
 
-		if (str->roles & (1u << CP_K_CIMPORT)) {
+		/* an import of it (a cimport too) is judged as the module it is */
+		if ((str->roles & (1u << CP_K_CIMPORT)) && kind != CP_K_UNMAPPED) {
 			st = add_literal_ref(s, str, CP_K_CIMPORT, err);
 			if (st)
 				return st;

@@ -26,7 +26,10 @@ enum cp_ref_kind {
 	CP_K_FILENAME,  /* __pyx_f entry naming the provider's .pxd */
 	CP_K_SIGNATURE, /* capsule signature carrying a mangled module path */
 	CP_K_STRING,    /* any other string naming a mapped module */
-	CP_K_FROMIMPORT /* `from P import N` where P.N is mapped: names P and N */
+	CP_K_FROMIMPORT, /* `from P import N` where P.N is mapped: names P and N */
+	CP_K_UNMAPPED   /* a module of a one-layout provider package that the
+			 * rules do not map (cuda.bindings.cynvvm): no other
+			 * layout has it */
 };
 
 enum cp_site_kind {
@@ -476,6 +479,9 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 /* scan_result.c: whether something points at the reference (a moved name leaves
  * its old literal behind, with no site: dead bytes, not a reference). */
 bool cp_ref_is_live(const struct cp_ref *r);
+/* Whether a Python-level name may be what an import imports: false only
+ * when the slots imports load names from are known and none is its. */
+bool cp_ref_may_import(const struct cp_ref *r);
 
 /* scan_result.c: what the passes add to a scan, and the lookups they share. */
 struct cp_string *cp_scan_string_at(const cp_scan *s, uint64_t va);

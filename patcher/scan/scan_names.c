@@ -620,7 +620,8 @@ cp_status cp_scan_from_imports(cp_scan *s, cp_error *err)
 				st = report(s, &ns, &cf, s->rules->mod[i].name[k], s->rules->mod[i].layout[k],
 					    pass == 1, err);
 	for (i = 0; !st && i < s->nrefs; i++)
-		if (s->refs[i].kind == CP_K_FROMIMPORT || (s->refs[i].kind == CP_K_PYIMPORT && s->refs[i].module))
+		if (s->refs[i].kind == CP_K_FROMIMPORT || s->refs[i].kind == CP_K_UNMAPPED ||
+		    (s->refs[i].kind == CP_K_PYIMPORT && s->refs[i].module))
 			st = ref_pyslots(s, &ns, &cf, &s->refs[i], err);
 	if (cf.have)
 		cp_frame_free(&cf.f);

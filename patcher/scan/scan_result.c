@@ -20,6 +20,11 @@ bool cp_ref_is_live(const struct cp_ref *r)
 	return r->nsites > 0 || r->loc.blob >= 0;
 }
 
+bool cp_ref_may_import(const struct cp_ref *r)
+{
+	return !r->pyslots_known || r->npyslots > 0;
+}
+
 struct cp_string *cp_scan_string_at(const cp_scan *s, uint64_t va)
 {
 	size_t k = cp_key_index_find(&s->str_index, s->strs, sizeof(*s->strs), offsetof(struct cp_string, va), va);
@@ -63,7 +68,7 @@ const char *cp_ref_kind_name(enum cp_ref_kind k)
 {
 	static const char *const names[] = {
 		"cimport", "function", "variable", "type", "pyimport", "filename",
-		"signature", "string", "fromimport"
+		"signature", "string", "fromimport", "unmapped"
 	};
 
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";

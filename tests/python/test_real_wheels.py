@@ -58,7 +58,13 @@ def oracle_env(w, env_name):
 # dlopen of the driver (or the runtime's error for it).
 CALLS = {
     "rmm-cu12": "import rmm\nrmm.DeviceBuffer(size=8)\n",
-    "cuda-core": "from cuda.core.experimental import Device\nDevice()\n",
+    # (cuda-core 0.5 moved the API from cuda.core.experimental to cuda.core)
+    "cuda-core": "import importlib.util\n"
+                 "if importlib.util.find_spec('cuda.core.experimental'):\n"
+                 "    from cuda.core.experimental import Device\n"
+                 "else:\n"
+                 "    from cuda.core import Device\n"
+                 "Device()\n",
     # (common/handle's `from .cuda import CudaRuntimeError` and ndbuffer's
     # str "cuda" were read as `from cuda import cuda`, issue 16 case 4, and
     # those modules got fallback stubs; they must behave as built however
@@ -327,6 +333,27 @@ def test_cuda_core_042_lists_what_it_cimports_from_cydriver(member, tmp_path):
     assert want and got == want, (sorted(want - got), sorted(got - want))
 
 
+@pytest.mark.parametrize("mode", ["legacy", "fallback"])
+def test_a_module_only_the_bindings_layout_has_is_refused(mode, tmp_path):
+    """cuda-core 1.2.2's _resource_handles imports cuda.bindings.cynvvm and
+    cynvjitlink (Python-level, for their __pyx_capi__), which the legacy
+    layout never had and the rules do not map: `show` lists them as
+    unmapped, and a retarget to legacy or fallback exited 0 with an output
+    that cannot import under cuda-python 12.5.0. Refused, naming the module,
+    nothing written."""
+    so = extract(real("cuda-core", "1.2.2")["wheel"],
+                 "cuda/core/_resource_handles.cpython-311-x86_64-linux-gnu.so", tmp_path)
+    unmapped = {r["value"] for r in show_json(so)["references"] if r["kind"] == "unmapped"}
+    assert {"cuda.bindings.cynvvm", "cuda.bindings.cynvjitlink"} <= unmapped, unmapped
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    p = cypatch("--target-layout", mode, "-o", str(outdir / "x.so"), so)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert re.search(r"imports cuda\.bindings\.cynv\w+, which the legacy layout does not have", p.stderr), p.stderr
+    assert ("fallback must serve it too" in p.stderr) == (mode == "fallback"), p.stderr
+    assert os.listdir(outdir) == []
+
+
 # -- check ------------------------------------------------------------------
 
 def test_check_finds_the_providers_of_an_abi3_wheel():
@@ -373,6 +400,30 @@ def test_verify_proves_the_tree_the_environment_selects(env_name, tree, other, e
     assert len(proven) == 5 and not any(" 0 of " in l for l in proven), p.stdout
     skipped = [l for l in p.stdout.splitlines() if ".%s." % other in l]
     assert len(skipped) == 5 and all("skipped: cuda.core.experimental imported" in l for l in skipped), p.stdout
+
+
+@pytest.mark.parametrize("env_name, tree", [("cuda-bindings 12.9.10", "cu12"), ("cuda-bindings 13.5.0", "cu13")])
+def test_verify_proves_cuda_core_122(env_name, tree, envs):
+    """cuda-core 1.2.2 (Cython 3.2.9, g++) as shipped: verify said "imports
+    cuda.bindings.driver, but no binding of it can be proven" (a type-only
+    cimport) and proved 0 of 0 bindings in most modules (g++ builds the
+    import-pointer array from .data.rel.ro with movq xmm, [rip + X]). Every
+    module of the selected tree now imports with every binding proven; the
+    one failure is _tensor_bridge's, which CPython's import has too: it
+    needs libtorch's symbols loaded first."""
+    env = envs(env_name)
+    p = subprocess.run([CYPATCH, "verify", "--python", env.py, real("cuda-core", "1.2.2")["wheel"]],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONNOUSERSITE="1"))
+    lines = p.stdout.splitlines()
+    assert p.returncode == 1 and "cannot be proven" not in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert p.stdout.rstrip().endswith("undefined symbol: aoti_torch_dtype_float32"), p.stdout
+    failed = [l for l in lines if "import failed" in l]
+    assert len(failed) == 1 and "cuda.core.%s._tensor_bridge" % tree in failed[0], p.stdout
+    proven = [re.search(r"(\d+) of (\d+) bindings proven", l) for l in lines if ".%s." % tree in l]
+    proven = [m for m in proven if m]
+    assert len(proven) >= 30 and all(m.group(1) == m.group(2) for m in proven), p.stdout
+    assert sum(int(m.group(1)) > 0 for m in proven) >= 25, p.stdout
 
 
 # -- repair: exit 0 and working, or exit 2 and nothing written ---------------
@@ -425,11 +476,26 @@ def test_repair_works_or_refuses_with_nothing_written(w, mode, envs, repairs, tm
         ", ".join(TARGET_ENVS[mode]), "".join("; %s kept as is (refused)" % k for k in r.kept))))
 
 
-# Where check's verdict and the import's differ, by cause (none now; a
-# disagreement found later goes here with its cause while it is open): the
-# test fails on any other disagreement, and on any listed here that no
-# longer happens. (wheel, form, env): (cause, modules)
-CHECK_KNOWN = {}
+# Where check's verdict and the import's differ, by cause, while it is
+# open: the test fails on any other disagreement, and on any listed here
+# that no longer happens. (wheel, form, env): (cause, modules)
+_TORCH = ("_tensor_bridge needs libtorch's symbols (aoti_torch_*) loaded before it, which check does not judge")
+_NVML = ("`from cuda.bindings import nvml`: a from-import of a module the rules do not map is not read, so a "
+         "release without cuda.bindings.nvml is not caught")
+
+
+def _cuda_core_122_known():
+    out = {}
+    for env, tree, nvml in (("cuda-bindings 12.9.4", "cu12", True), ("cuda-bindings 12.9.10", "cu12", False),
+                            ("cuda-bindings 13.0.3", "cu13", True), ("cuda-bindings 13.5.0", "cu13", False)):
+        mods = ["cuda.core.%s._tensor_bridge" % tree]
+        if nvml:
+            mods += ["cuda.core.%s.system.%s" % (tree, m) for m in ("_device", "_nvml_context", "_system_events")]
+        out[("cuda-core-1.2.2", "as shipped", env)] = (_TORCH + ("; " + _NVML if nvml else ""), tuple(mods))
+    return out
+
+
+CHECK_KNOWN = _cuda_core_122_known()
 
 
 # every environment check is judged in (issue 17's acceptance)

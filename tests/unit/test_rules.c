@@ -43,6 +43,38 @@ static void bundled_rules_map_both_ways(void **state)
 	cp_rules_free(r);
 }
 
+/* cuda.bindings.cynvvm came with cuda-python 12.8: the rules map no
+ * counterpart, and only the package tells its layout. */
+static void unmapped_modules_of_one_layout_packages(void **state)
+{
+	cp_rules *r = cp_rules_new();
+	cp_error err = { CP_OK, "" };
+	const char *pkg = NULL;
+	int bindings, legacy;
+
+	(void)state;
+	assert_int_equal(cp_rules_load_file(r, rules_file, &err), CP_OK);
+	bindings = cp_rules_layout_index(r, "bindings");
+	legacy = cp_rules_layout_index(r, "legacy");
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings.cynvvm", 20, &pkg), bindings);
+	assert_string_equal(pkg, "cuda.bindings");
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings._internal.nvvm", 28, &pkg), bindings);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda._lib.x", 11, &pkg), legacy);
+	/* a length short of the string: only the name it spans */
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings.cynvvmX", 20, &pkg), bindings);
+	/* mapped, a package, a mapped module's attribute, outside, not a name */
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings.cydriver", 22, &pkg), -1);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings", 13, &pkg), -1);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings.driver.CUlinkState", 32, &pkg), -1);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.core._event", 16, &pkg), -1);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.x", 6, &pkg), -1); /* cuda: both layouts */
+	assert_int_equal(cp_rules_unmapped_layout(r, "see cuda.bindings.x", 19, &pkg), -1);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings.", 14, &pkg), -1);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings..x", 16, &pkg), -1);
+	assert_int_equal(cp_rules_unmapped_layout(r, "cuda.bindings.9x", 16, &pkg), -1);
+	cp_rules_free(r);
+}
+
 static void mangling_follows_cython(void **state)
 {
 	char buf[128];
@@ -149,6 +181,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(bundled_rules_map_both_ways),
+		cmocka_unit_test(unmapped_modules_of_one_layout_packages),
 		cmocka_unit_test(mangling_follows_cython),
 		cmocka_unit_test(user_rules_add_to_bundled),
 		cmocka_unit_test(good_rules_load),
