@@ -631,8 +631,20 @@ static bool do_vector(struct eval *e, const cs_x86 *x)
 	return false;
 }
 
-/* movq xmm, r64 and punpcklqdq xmm, xmm: the halves of a 16-byte store
- * (GCC pairs a string-table entry's pointers this way). */
+/* The address a relative relocation puts at va, or 0. */
+static uint64_t relocated_pointer(const cp_image *img, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < img->nrel; i++)
+		if (img->rel[i].offset == va && img->rel[i].kind == CP_RELOC_RELATIVE)
+			return (uint64_t)img->rel[i].addend;
+	return 0;
+}
+
+/* movq xmm, r64 (or a relocated pointer) and punpcklqdq xmm, xmm: the
+ * halves of a 16-byte store (GCC pairs a string-table entry's pointers
+ * this way, g++ an import-pointer array's entries). */
 static bool do_qword_xmm(struct eval *e, const cs_x86 *x, unsigned id)
 {
 	const cs_x86_op *d = &x->operands[0], *s = &x->operands[1];
@@ -655,6 +667,13 @@ static bool do_qword_xmm(struct eval *e, const cs_x86 *x, unsigned id)
 				xd->v[b] = (uint8_t)(a.v >> (8 * b));
 				xd->known[b] = (uint8_t)(a.known >> (8 * b));
 			}
+		return true;
+	}
+	if (id == X86_INS_MOVQ && s->type == X86_OP_MEM && s->mem.base == X86_REG_RIP &&
+	    s->mem.index == X86_REG_INVALID) {
+		memset(xd, 0, sizeof(*xd));
+		memset(xd->known + 8, 0xff, 8);
+		xd->addr[0] = relocated_pointer(e->img, cp_x86_rip_addr(e->in, &s->mem));
 		return true;
 	}
 	if (id == X86_INS_PUNPCKLQDQ && s->type == X86_OP_REG && xmm_index(s->reg) >= 0) {
