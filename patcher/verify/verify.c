@@ -91,7 +91,9 @@ static bool imports_from(const cp_scan *s, const char *module)
  * that, and so does a module whose slots the scan cannot find (module
  * state). A provider it imports nothing from (cuda-core 1.2.2's
  * type-only `cimport cuda.bindings.driver`, whose __Pyx_ImportType the
- * scan does not read) is proven by the import itself. */
+ * scan does not read) is proven by the import itself, where the scan saw
+ * every import's functions (no note says otherwise: module state's
+ * function imports are tied to no module, so none looks like that). */
 static json_t *unproven_providers(const cp_scan *s)
 {
 	json_t *out = json_array();
@@ -101,7 +103,8 @@ static json_t *unproven_providers(const cp_scan *s)
 		const struct cp_ref *r = &s->refs[i];
 		bool bound = false;
 
-		if (r->kind != CP_K_CIMPORT || !cp_ref_is_live(r) || !r->module || !imports_from(s, r->module))
+		if (r->kind != CP_K_CIMPORT || !cp_ref_is_live(r) || !r->module ||
+		    (!s->incomplete[0] && !imports_from(s, r->module)))
 			continue;
 		for (j = 0; j < s->nrefs && !bound; j++)
 			bound = ((is_import(&s->refs[j]) && s->refs[j].slot) || s->refs[j].kind == CP_K_TYPE) &&

@@ -13,6 +13,28 @@ import sysconfig
 
 plan = json.load(open(sys.argv[1]))
 sys.path.insert(0, plan["root"])
+
+
+class WheelFirst:
+    """pip puts the wheel's files into the packages they belong to, also
+    into one another distribution owns as a regular package (cuda-python
+    12.x's `cuda`, which has an __init__.py and so hides the unpacked
+    wheel's `cuda` directory): a submodule is looked for in the unpacked
+    wheel's directory of its package first, where installing would put it.
+    Finds nothing itself."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        parent = name.rpartition(".")[0]
+        pkg = sys.modules.get(parent) if parent else None
+        where = os.path.join(plan["root"], *parent.split("."))
+        if pkg is not None and isinstance(getattr(pkg, "__path__", None), list) and \
+                where not in pkg.__path__ and os.path.isdir(where):
+            pkg.__path__.insert(0, where)
+        return None
+
+
+sys.meta_path.insert(0, WheelFirst)
 capi = ctypes.pythonapi
 capi.PyCapsule_GetName.restype = ctypes.c_char_p
 capi.PyCapsule_GetName.argtypes = [ctypes.py_object]

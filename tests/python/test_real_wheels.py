@@ -439,6 +439,24 @@ def test_verify_proves_cuda_core_122(env_name, tree, envs):
     assert sum(int(m.group(1)) > 0 for m in proven) >= 25, p.stdout
 
 
+def test_verify_imports_the_wheel_not_the_installed_copy(envs):
+    """cuda-python 12.6.2.post1's `cuda` is a regular package (it has an
+    __init__.py), which hid the unpacked wheel's `cuda` directory: verify of
+    cuda-core 0.3.2 imported the cuda-core 1.2.2 installed there and failed
+    with its `No module named 'cuda.bindings.cynvvm'` (a fresh clone's run
+    of the verify table). The wheel's directory now comes first in the
+    package's __path__, where installing it would put its files."""
+    env = envs("cuda-python 12.6.2.post1")
+    env.pip("--no-deps", "--force-reinstall", real("cuda-core", "1.2.2")["wheel"],
+            *real("cuda-core", "1.2.2")["deps"])
+    env.deps = None
+    p = subprocess.run([CYPATCH, "verify", "--python", env.py, real("cuda-core", "0.3.2")["wheel"]],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONNOUSERSITE="1"))
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("verified"), (p.returncode, p.stdout, p.stderr)
+    assert "cuda.core.experimental._event: imported" in p.stdout, p.stdout
+
+
 # -- repair: exit 0 and working, or exit 2 and nothing written ---------------
 
 class Repair:
