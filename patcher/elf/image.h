@@ -119,6 +119,11 @@ struct cp_reloc_at {
 	size_t i;
 };
 
+/* The address a relative relocation puts at va (a pointer in
+ * .data.rel.ro), or 0 when none does. A linear search: for the rare load
+ * of such a pointer into a vector register (arch frame evaluators). */
+uint64_t cp_image_relative_at(const cp_image *img, uint64_t va);
+
 /* The image's relative relocations sorted by addend, those of one addend
  * in the image's order: a new array (*n entries) the caller frees, or
  * NULL when out of memory. */

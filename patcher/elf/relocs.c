@@ -376,6 +376,16 @@ cp_status cp_relocs_read(cp_image *img, cp_error *err)
 	return st;
 }
 
+uint64_t cp_image_relative_at(const cp_image *img, uint64_t va)
+{
+	size_t i;
+
+	for (i = 0; i < img->nrel; i++)
+		if (img->rel[i].offset == va && img->rel[i].kind == CP_RELOC_RELATIVE)
+			return (uint64_t)img->rel[i].addend;
+	return 0;
+}
+
 struct cp_reloc_at *cp_image_relatives_by_addend(const cp_image *img, size_t *n)
 {
 	struct cp_reloc_at *v = malloc((img->nrel + 1) * sizeof(*v));

@@ -14,8 +14,8 @@
  * statement importing a module of the wheel (absolute, or relative and
  * resolving inside it; a wheel of per-CUDA-major trees, pkg/cu12/ and
  * pkg/cu13/, whose package puts the installed major's tree on its
- * __path__ as cuda-core's does, holds pkg/cu12/x as pkg.x too), and what an extension of the wheel imports of the
- * wheel's modules (its cimported modules and Python-level names; a name
+ * __path__ as cuda-core's does, holds pkg/cu12/x as pkg.x too), and what
+ * an extension of the wheel imports of the wheel's modules (its cimported modules and Python-level names; a name
  * it uses only inside a function counts too). A statement importing a
  * mapped module (or a layout-specific package, or naming one in `from P
  * import n`) fails when the caller's resolver does not find it; one of a

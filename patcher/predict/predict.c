@@ -281,9 +281,26 @@ static void defer(struct ctx *c, const struct cp_ref *r, enum cp_when w)
 	json_array_append_new(c->deferred, json_string(line));
 }
 
-/* Python-level: `import a.b.c` and `from P import N` of mapped modules,
- * and any import of a module only one layout has (unmapped, which a
- * cimport makes at import time too), those made at import time; the others
+/* Whether check judges reference r as an import: `import a.b.c` and `from
+ * P import N` of mapped modules, and any import of a module only one
+ * layout has (unmapped: a cimport of one too). */
+static bool judged_import(const cp_rules *rules, const struct cp_ref *r)
+{
+	if (!cp_ref_is_live(r))
+		return false;
+	switch (r->kind) {
+	case CP_K_FROMIMPORT:
+		return true;
+	case CP_K_UNMAPPED:
+		return cp_ref_may_import(r);
+	case CP_K_PYIMPORT:
+		return r->module && cp_rules_module_layout(rules, r->value) >= 0;
+	default:
+		return false;
+	}
+}
+
+/* The imports judged_import takes, those made at import time; the others
  * are listed as deferred. */
 static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_scan *s)
 {
@@ -297,9 +314,7 @@ static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_sc
 		const char *other;
 		enum cp_when w;
 
-		if (!cp_ref_is_live(r) || (r->kind == CP_K_UNMAPPED && !cp_ref_may_import(r)) ||
-		    (r->kind != CP_K_FROMIMPORT && r->kind != CP_K_UNMAPPED &&
-		     !(r->kind == CP_K_PYIMPORT && r->module && cp_rules_module_layout(c->rules, r->value) >= 0)))
+		if (!judged_import(c->rules, r))
 			continue;
 		if (!t && (st = cp_import_time_open(img, s->modname, &t, c->err)) != CP_OK)
 			break;

@@ -631,17 +631,6 @@ static bool do_vector(struct eval *e, const cs_x86 *x)
 	return false;
 }
 
-/* The address a relative relocation puts at va, or 0. */
-static uint64_t relocated_pointer(const cp_image *img, uint64_t va)
-{
-	size_t i;
-
-	for (i = 0; i < img->nrel; i++)
-		if (img->rel[i].offset == va && img->rel[i].kind == CP_RELOC_RELATIVE)
-			return (uint64_t)img->rel[i].addend;
-	return 0;
-}
-
 /* movq xmm, r64 (or a relocated pointer) and punpcklqdq xmm, xmm: the
  * halves of a 16-byte store (GCC pairs a string-table entry's pointers
  * this way, g++ an import-pointer array's entries). */
@@ -673,7 +662,7 @@ static bool do_qword_xmm(struct eval *e, const cs_x86 *x, unsigned id)
 	    s->mem.index == X86_REG_INVALID) {
 		memset(xd, 0, sizeof(*xd));
 		memset(xd->known + 8, 0xff, 8);
-		xd->addr[0] = relocated_pointer(e->img, cp_x86_rip_addr(e->in, &s->mem));
+		xd->addr[0] = cp_image_relative_at(e->img, cp_x86_rip_addr(e->in, &s->mem));
 		return true;
 	}
 	if (id == X86_INS_PUNPCKLQDQ && s->type == X86_OP_REG && xmm_index(s->reg) >= 0) {

@@ -696,19 +696,6 @@ static bool do_vector(struct eval *e)
 	return false;
 }
 
-/* The address a relative relocation puts at va (a pointer of
- * .data.rel.ro), or 0. Searched only for movq xmm, [rip + va], which is
- * rare: g++ loads an import-pointer array's entries that way. */
-static uint64_t relocated_pointer(const cp_image *img, uint64_t va)
-{
-	size_t i;
-
-	for (i = 0; i < img->nrel; i++)
-		if (img->rel[i].offset == va && img->rel[i].kind == CP_RELOC_RELATIVE)
-			return (uint64_t)img->rel[i].addend;
-	return 0;
-}
-
 /* movq xmm, r64 (or a relocated pointer) and punpcklqdq xmm, xmm: the
  * halves of a 16-byte store (GCC pairs a string-table entry's pointers
  * this way, and g++ the entries of Cython 3.2's import-pointer array,
@@ -741,7 +728,7 @@ static bool do_qword_xmm(struct eval *e, ZydisMnemonic id)
 	if (id == ZYDIS_MNEMONIC_MOVQ && s->type == ZYDIS_OPERAND_TYPE_MEMORY && cp_zrip(s)) {
 		memset(xd, 0, sizeof(*xd));
 		memset(xd->known + 8, 0xff, 8);
-		xd->addr[0] = relocated_pointer(e->img, cp_zrip_addr(e->in, s));
+		xd->addr[0] = cp_image_relative_at(e->img, cp_zrip_addr(e->in, s));
 		return true;
 	}
 	if (id == ZYDIS_MNEMONIC_PUNPCKLQDQ && xmm_index(s) >= 0) {
