@@ -273,8 +273,43 @@ def ensure_provider_releases(cache):
     with open(path + ".tmp", "w") as f:
         json.dump(manifest, f, indent=1)
     os.replace(path + ".tmp", path)
+    write_lines(os.path.join(top, "reference-inputs.txt"), [r["tree"] for r in reference_releases(releases)] + [deps])
     log("%d provider releases (%d MB of wheels) in %s" % (len(releases), sum(r["size"] for r in releases) >> 20, top))
     return path
+
+
+def compilers(tree):
+    """The compilers named in the .comment sections of a tree's modules."""
+    out = set()
+    for d, _, files in os.walk(tree):
+        for f in files:
+            if f.endswith(".so"):
+                r = subprocess.run(["readelf", "-p", ".comment", os.path.join(d, f)], capture_output=True, text=True)
+                out.update(l.split("]", 1)[1].strip() for l in r.stdout.splitlines() if "]" in l)
+    return tuple(sorted(out))
+
+
+def reference_releases(releases):
+    """What the x86-64 reference tests read of the provider releases (the
+    decoders and evaluators compared instruction by instruction, over 1.3 GB
+    in all): the newest release of each run of consecutive releases of one
+    distribution and major version built by the same compilers. Its
+    neighbours in the run come from the same generator and compiler, so
+    they hold the same kinds of instruction and code; each change of either
+    stays in."""
+    out = []
+    for i, r in enumerate(releases):
+        key = (r["name"], r["version"].split(".")[0], compilers(r["tree"]))
+        nxt = releases[i + 1] if i + 1 < len(releases) else None
+        if nxt is None or (nxt["name"], nxt["version"].split(".")[0], compilers(nxt["tree"])) != key:
+            out.append(r)
+    return out
+
+
+def write_lines(path, lines):
+    with open(path + ".tmp", "w") as f:
+        f.write("".join(l + "\n" for l in lines))
+    os.replace(path + ".tmp", path)
 
 
 FOREIGN = {  # bad-input samples: a real non-Cython extension per machine

@@ -146,6 +146,7 @@ class Env:
         self.site = str(path / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages")
         self.seen = {}
         self.deps = None      # the wheel dependencies installed last
+        self.wheel = None     # the wheel installed last
         self.pip("--find-links", WHEELS, NUMPY, *reqs)
 
     def install_deps(self, real, deps=None):
@@ -155,6 +156,15 @@ class Env:
         if want and self.deps != want:
             self.pip("--no-deps", "--force-reinstall", *want)
         self.deps = want
+
+    def install(self, real, wheel, deps):
+        """The wheel and its dependencies (as given, else its own) installed,
+        unless they are what was installed last: pip's reinstall of the same
+        files costs seconds and changes nothing."""
+        want = tuple(real["deps"] if deps is None else deps)
+        if (self.wheel, self.deps) != (wheel, want):
+            self.pip("--no-deps", "--force-reinstall", *want, wheel)
+        self.wheel, self.deps = wheel, want
 
     def pip(self, *args):
         subprocess.run([self.py, "-m", "pip", "install", "-q", "--no-index", "--disable-pip-version-check"]
@@ -174,19 +184,16 @@ class Env:
         __init__ failed can leave submodules behind in sys.modules that a
         later import then finds (nvmath.internal). Without the prelude when
         prelude is false."""
-        self.pip("--no-deps", "--force-reinstall", *(real["deps"] if deps is None else deps), wheel)
-        self.deps = tuple(real["deps"] if deps is None else deps)
+        self.install(real, wheel, deps)
         proc = subprocess.run([self.py, "-c", OUTCOMES, PRELUDES.get(real["name"], "") if prelude else "", module],
                               cwd=str(cwd),
                               input="", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300,
                               env=dict(os.environ, PYTHONNOUSERSITE="1"))
         assert proc.returncode == 0, proc.stderr
-        self.seen.pop((wheel, tuple(real["deps"] if deps is None else deps)), None)
         return json.loads(proc.stdout.strip().splitlines()[-1])[module]
 
     def _outcomes(self, real, wheel, cwd, deps):
-        self.pip("--no-deps", "--force-reinstall", *(real["deps"] if deps is None else deps), wheel)
-        self.deps = tuple(real["deps"] if deps is None else deps)
+        self.install(real, wheel, deps)
         proc = subprocess.run([self.py, "-c", OUTCOMES, PRELUDES.get(real["name"], "")] + extension_modules(wheel),
                               cwd=str(cwd),
                               input=CALLS[real["name"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -447,9 +454,7 @@ def test_verify_imports_the_wheel_not_the_installed_copy(envs):
     of the verify table). The wheel's directory now comes first in the
     package's __path__, where installing it would put its files."""
     env = envs("cuda-python 12.6.2.post1")
-    env.pip("--no-deps", "--force-reinstall", real("cuda-core", "1.2.2")["wheel"],
-            *real("cuda-core", "1.2.2")["deps"])
-    env.deps = None
+    env.install(real("cuda-core", "1.2.2"), real("cuda-core", "1.2.2")["wheel"], None)
     p = subprocess.run([CYPATCH, "verify", "--python", env.py, real("cuda-core", "0.3.2")["wheel"]],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600,
                        env=dict(os.environ, PYTHONNOUSERSITE="1"))

@@ -92,6 +92,50 @@ static int visit(const char *path, const struct stat *st, int kind, struct FTW *
 	return walk.bad;
 }
 
+static void each(const char *path);
+
+/* Each line of the list file is a path, as if named on the command line. */
+static void listed(const char *list)
+{
+	char line[4200];
+	FILE *f = fopen(list, "r");
+
+	if (!f) {
+		perror(list);
+		walk.bad = 1;
+		return;
+	}
+	while (!walk.bad && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (line[0])
+			each(line);
+	}
+	fclose(f);
+}
+
+static void each(const char *path)
+{
+	struct stat st;
+
+	if (path[0] == '@') {
+		listed(path + 1);
+		return;
+	}
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (nftw(path, visit, 16, FTW_PHYS) < 0 && !walk.bad) {
+			perror(path);
+			walk.bad = 1;
+		}
+		return;
+	}
+	if (ends_with(path, ".whl")) {
+		walk.bad = wheel(path);
+		return;
+	}
+	walk.files++;
+	walk.bad = walk.check(path);
+}
+
 int so_files_each(char **paths, int n, int (*check)(const char *path), size_t *files)
 {
 	int i;
@@ -99,23 +143,8 @@ int so_files_each(char **paths, int n, int (*check)(const char *path), size_t *f
 	walk.check = check;
 	walk.files = 0;
 	walk.bad = 0;
-	for (i = 0; i < n && !walk.bad; i++) {
-		struct stat st;
-
-		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			if (nftw(paths[i], visit, 16, FTW_PHYS) < 0 && !walk.bad) {
-				perror(paths[i]);
-				walk.bad = 1;
-			}
-			continue;
-		}
-		if (ends_with(paths[i], ".whl")) {
-			walk.bad = wheel(paths[i]);
-			continue;
-		}
-		walk.files++;
-		walk.bad = check(paths[i]);
-	}
+	for (i = 0; i < n && !walk.bad; i++)
+		each(paths[i]);
 	*files = walk.files;
 	return walk.bad;
 }

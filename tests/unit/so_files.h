@@ -1,7 +1,8 @@
 /*
  * so_files.h - the cross-checks' inputs: every file named, every *.so
  * below each directory named, and every *.so member of each wheel (*.whl)
- * named or below, unpacked into a scratch file for its check.
+ * named or below, unpacked into a scratch file for its check; an argument
+ * @LIST names a file that lists such paths, one to a line.
  */
 #ifndef CP_TEST_SO_FILES_H
 #define CP_TEST_SO_FILES_H
