@@ -91,7 +91,6 @@ cp_status cp_image_intact(const cp_image *img, cp_error *err);
 cp_status cp_scan_run(const cp_image *img, const cp_rules *rules,
 		      cp_scan **out, cp_error *err);
 void cp_scan_free(cp_scan *scan);
-size_t cp_scan_count(const cp_scan *scan);
 
 /* The text of each code site (the instruction), which only a report needs:
  * the scan leaves it out. */

@@ -32,6 +32,7 @@ enum cp_reloc_kind {
 struct cp_arch {
 	const char *name;        /* as `show` prints it: "x86-64" */
 	uint16_t e_machine;      /* EM_* */
+	unsigned user_va_bits;   /* the user address space Linux maps, in bits */
 
 	/* Relocations. */
 	uint32_t reloc_relative; /* the type RELR entries stand for */

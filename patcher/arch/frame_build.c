@@ -225,13 +225,6 @@ void cp_bits_logic(enum cp_bit_op op, uint64_t av, uint64_t ak, uint64_t bv, uin
 	*v &= *k;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 void cp_frame_unique(uint64_t *v, size_t *count)
 {
 	size_t i, n = 0;
@@ -241,7 +234,7 @@ void cp_frame_unique(uint64_t *v, size_t *count)
 	/* a module's init function gives tens of thousands: the radix sort,
 	 * or qsort in place where it cannot have its buffer */
 	if (!cp_sort_by_key(v, *count, sizeof(*v), 0))
-		qsort(v, *count, sizeof(*v), cmp_u64);
+		qsort(v, *count, sizeof(*v), cp_cmp_u64);
 	for (i = 0; i < *count; i++)
 		if (n == 0 || v[n - 1] != v[i])
 			v[n++] = v[i];

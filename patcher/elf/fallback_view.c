@@ -41,13 +41,6 @@ static const char *ctx_string(const uint8_t *ctx, uint32_t size, uint32_t off)
 	return (const char *)ctx + off;
 }
 
-static int by_addr(const void *a, const void *b)
-{
-	const struct cp_import_slot *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
 static cp_status add_thunks(cp_image *img, const struct cp_fb_ctx *h, cp_error *err)
 {
 	size_t i, cap = img->nplt;
@@ -63,7 +56,7 @@ static cp_status add_thunks(cp_image *img, const struct cp_fb_ctx *h, cp_error *
 		img->plt[img->nplt++].name = api_names[i];
 	}
 	if (img->nplt)
-		qsort(img->plt, img->nplt, sizeof(*img->plt), by_addr);
+		qsort(img->plt, img->nplt, sizeof(*img->plt), cp_import_slot_cmp);
 	return CP_OK;
 }
 

@@ -63,6 +63,9 @@ struct cp_import_slot {
 	const char *name;
 };
 
+/* qsort order of import slots by address (relocs.c). */
+int cp_import_slot_cmp(const void *a, const void *b);
+
 /* The names of the sections over the data and code cypatch adds (emit.c);
  * a fallback context is only ever in the first. */
 #define CP_SECTION_NAME ".cypatch"

@@ -261,7 +261,7 @@ static cp_status read_relr(cp_image *img, const struct cp_section *s, size_t *ca
 	return st;
 }
 
-static int by_addr(const void *a, const void *b)
+int cp_import_slot_cmp(const void *a, const void *b)
 {
 	const struct cp_import_slot *x = a, *y = b;
 
@@ -286,7 +286,7 @@ static cp_status build_got(cp_image *img, cp_error *err)
 		img->ngot++;
 	}
 	if (img->ngot)
-		qsort(img->got, img->ngot, sizeof(*img->got), by_addr);
+		qsort(img->got, img->ngot, sizeof(*img->got), cp_import_slot_cmp);
 	/* ld.so writes each; the last wins, and which name the slot holds
 	 * depends on the order of calls: no reading of the code could say */
 	for (i = 1; i < img->ngot; i++)
@@ -372,7 +372,7 @@ cp_status cp_relocs_read(cp_image *img, cp_error *err)
 		if (strncmp(img->sec[i].name, ".plt", 4) == 0 && cp_section_is_code(&img->sec[i]))
 			st = scan_plt_section(img, &img->sec[i], &pcap, err);
 	if (!st && img->nplt)
-		qsort(img->plt, img->nplt, sizeof(*img->plt), by_addr);
+		qsort(img->plt, img->nplt, sizeof(*img->plt), cp_import_slot_cmp);
 	return st;
 }
 

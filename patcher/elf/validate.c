@@ -21,7 +21,6 @@ static const char *machine_name(unsigned m)
 	switch (m) {
 	case EM_386: return "i386";
 	case EM_ARM: return "arm";
-	case EM_AARCH64: return "aarch64";
 	case EM_PPC: return "ppc";
 	case EM_PPC64: return "ppc64";
 	case EM_S390: return "s390x";
@@ -90,16 +89,16 @@ static cp_status check_header(const char *path, const Elf64_Ehdr *eh, const stru
 	return CP_OK;
 }
 
-#define USER_SPACE (1ull << 47)
-
 /* What ld.so refuses (dl-load.c), refused here before anything is planned
  * around it: an alignment that is not a power of two of at least a page
- * (4 KiB, the smallest x86-64 page), an address not congruent to its file
+ * (4 KiB, the smallest page of either machine), an address not congruent to its file
  * offset modulo it, and, as the gABI requires, PT_LOAD entries out of order
  * or sharing addresses (ld.so would map the later over the earlier; an
  * output planned from either view of those bytes would be wrong). */
-static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned phnum, cp_error *err)
+static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned phnum,
+			     const struct cp_arch *arch, cp_error *err)
 {
+	const uint64_t user_space = 1ull << arch->user_va_bits;
 	const Elf64_Phdr *prev = NULL;
 	unsigned i;
 
@@ -112,8 +111,8 @@ static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned ph
 		if ((ph[i].p_vaddr - ph[i].p_offset) & (ph[i].p_align - 1))
 			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD address and offset disagree "
 				       "modulo its alignment", path, i);
-		/* x86-64 gives user space 47 bits: ld.so cannot map more */
-		if (ph[i].p_memsz > USER_SPACE || ph[i].p_vaddr > USER_SPACE - ph[i].p_memsz)
+		/* ld.so cannot map past the machine's user space */
+		if (ph[i].p_memsz > user_space || ph[i].p_vaddr > user_space - ph[i].p_memsz)
 			return cp_fail(err, CP_E_INPUT, "%s: segment %u: PT_LOAD ends past the address space "
 				       "(%#llx bytes at %#llx)", path, i, (unsigned long long)ph[i].p_memsz,
 				       (unsigned long long)ph[i].p_vaddr);
@@ -126,7 +125,7 @@ static cp_status check_loads(const char *path, const Elf64_Phdr *ph, unsigned ph
 }
 
 static cp_status check_segments(const char *path, const uint8_t *d, size_t size,
-				const Elf64_Ehdr *eh, cp_error *err)
+				const Elf64_Ehdr *eh, const struct cp_arch *arch, cp_error *err)
 {
 	const Elf64_Phdr *ph;
 	unsigned i;
@@ -141,7 +140,7 @@ static cp_status check_segments(const char *path, const uint8_t *d, size_t size,
 		if (ph[i].p_filesz > ph[i].p_memsz)
 			return cp_fail(err, CP_E_INPUT, "%s: segment %u has p_filesz > p_memsz", path, i);
 	}
-	return check_loads(path, ph, eh->e_phnum, err);
+	return check_loads(path, ph, eh->e_phnum, arch, err);
 }
 
 static bool name_ok(const uint8_t *strtab, uint64_t strsize, uint32_t name)
@@ -360,7 +359,7 @@ cp_status cp_validate_elf(const char *path, const uint8_t *d, size_t size, const
 	if (!st)
 		st = check_header(path, eh, arch, err);
 	if (!st)
-		st = check_segments(path, d, size, eh, err);
+		st = check_segments(path, d, size, eh, *arch, err);
 	if (!st)
 		st = check_sections(path, d, size, eh, err);
 	return st;

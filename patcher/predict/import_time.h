@@ -1,6 +1,7 @@
 /*
  * import_time.h - whether a Python-level import of an extension module runs
- * when the module is imported (x86-64).
+ * when the module is imported (either machine: the code is read through
+ * the arch table).
  *
  * Cython runs the module's top-level statements in its exec function
  * (__pyx_pymod_exec_<name>; PyInit_<name> for single-phase modules). An

@@ -113,7 +113,7 @@ static cp_status unreached_literals(cp_scan *s, cp_error *err)
 {
 	size_t i;
 
-	if (s->incomplete[0] || cp_image_section(s->img, ".cypatch"))
+	if (s->incomplete[0] || cp_image_section(s->img, CP_SECTION_NAME))
 		return CP_OK;
 	for (i = 0; i < s->nstrs; i++) {
 		const struct cp_string *str = &s->strs[i];
@@ -309,11 +309,6 @@ cp_status cp_scan_run_skipping(const cp_image *img, const cp_rules *rules, const
 			       cp_scan **out, cp_error *err)
 {
 	return run(img, rules, skip, 0, 0, out, err);
-}
-
-size_t cp_scan_count(const cp_scan *s)
-{
-	return s->nrefs;
 }
 
 void cp_scan_free(cp_scan *s)

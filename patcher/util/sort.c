@@ -139,3 +139,10 @@ bool cp_sort_by_key(void *base, size_t n, size_t size, size_t key_off)
 	free(count);
 	return true;
 }
+
+int cp_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}

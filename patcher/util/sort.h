@@ -25,4 +25,7 @@ bool cp_sorted_by_key(const void *base, size_t n, size_t size, size_t key_off);
 size_t cp_first_key_at_least(const void *base, size_t n, size_t size, size_t key_off, uint64_t key);
 size_t cp_records_with_key(const void *base, size_t n, size_t size, size_t key_off, uint64_t key, size_t *first);
 
+/* qsort and bsearch order of uint64_t values. */
+int cp_cmp_u64(const void *a, const void *b);
+
 #endif

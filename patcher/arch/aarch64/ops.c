@@ -3,6 +3,7 @@
  * and the branch targets entered from other functions.
  */
 #include "arch/aarch64/walk_ops.h"
+#include "util/sort.h"
 #include "util/error.h"
 
 #include <stdlib.h>
@@ -192,13 +193,6 @@ cp_status cp_a64_decode_ops(const cp_image *img, cp_dis *d, uint64_t start, uint
 	return CP_OK;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static cp_status section_targets(const cp_image *img, cp_dis *d, uint64_t start, uint64_t end,
 				 struct a64_targets *t, size_t *cap, cp_error *err)
 {
@@ -230,11 +224,11 @@ cp_status cp_a64_external_targets(const cp_image *img, cp_dis *d, struct a64_tar
 		if (cp_walk_span(&img->sec[i], 0, 0, &a, &b))
 			st = section_targets(img, d, a, b, t, &cap, err);
 	if (t->n)
-		qsort(t->addr, t->n, sizeof(*t->addr), cmp_u64);
+		qsort(t->addr, t->n, sizeof(*t->addr), cp_cmp_u64);
 	return st;
 }
 
 bool cp_a64_targets_has(const struct a64_targets *t, uint64_t addr)
 {
-	return t->n && bsearch(&addr, t->addr, t->n, sizeof(*t->addr), cmp_u64);
+	return t->n && bsearch(&addr, t->addr, t->n, sizeof(*t->addr), cp_cmp_u64);
 }

@@ -1,8 +1,8 @@
 /*
  * target.c - aarch64 (little-endian, LP64, AAPCS64) as a struct cp_arch
  * (see arch/arch.h): the table the rest of cypatch reads this instruction
- * set through. The writing side is not in yet: the planner refuses an
- * aarch64 module that needs code changed (no pcrel_put).
+ * set through, reading and writing (pcrel_put re-aims an adrp/add pair or
+ * a literal load at moved bytes).
  */
 #include "arch/aarch64/aarch64.h"
 #include "arch/aarch64/encode.h"
@@ -65,6 +65,7 @@ const struct cp_arch cp_arch_aarch64 = {
 	.plt_jump = plt_jump,
 
 	.triplet = "aarch64-linux-gnu",
+	.user_va_bits = 48,      /* 4 KiB pages, 4 levels: the distributions' kernels */
 	.max_insn = A64_INSN,
 	.arg_regs = cp_a64_arg_regs,
 	.nargs = 8,

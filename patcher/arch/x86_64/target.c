@@ -51,6 +51,7 @@ const struct cp_arch cp_arch_x86_64 = {
 	.plt_jump = plt_jump,
 
 	.triplet = "x86_64-linux-gnu",
+	.user_va_bits = 47,      /* 4-level paging */
 	.max_insn = 16,
 	.arg_regs = cp_x86_64_arg_regs,
 	.nargs = 6,
