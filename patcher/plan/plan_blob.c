@@ -405,7 +405,7 @@ static cp_status through_callee(struct planner *pl, const struct cp_frame_call *
 	size_t k;
 	int i, j;
 
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < CP_MAX_ARGS; i++) {
 		if (!(c->known >> i & 1) || c->arg[i] != sk->oldv || !c->arg_imm[i])
 			continue;
 		if (!cp_image_function(pl->img, c->target, &start, &end) || start != c->target)
@@ -419,7 +419,7 @@ static cp_status through_callee(struct planner *pl, const struct cp_frame_call *
 		if (k < cf.ncalls) {
 			*hit = true;
 			add_site(ls, c->arg_imm[i], sk->oldv, sk->newv);
-			for (j = 0; j < 6; j++) {
+			for (j = 0; j < CP_MAX_ARGS; j++) {
 				int o;
 
 				if (j == i || !(c->known >> j & 1) || !c->arg_imm[j] ||

@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define EXPORT_ARGS 3 /* __Pyx_ExportFunction(name, f, sig) and the like */
+
 struct call {
 	uint64_t addr, target;
 	const char *name;
-	struct cp_val arg[3];
+	struct cp_val arg[EXPORT_ARGS];
 };
 
 struct walk {

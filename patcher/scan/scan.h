@@ -151,7 +151,7 @@ struct cp_derived {
 struct cp_scan_call {
 	uint64_t addr;
 	const char *name;
-	struct cp_val arg[6];
+	struct cp_val arg[CP_MAX_ARGS];
 };
 
 /* A use of an imported function the walk saw, in the walk's order: a
@@ -175,7 +175,7 @@ enum cp_func_use_kind { CP_FUSE_CALL, CP_FUSE_JUMP, CP_FUSE_REF };
 struct cp_func_use {
 	uint64_t addr, target;
 	enum cp_func_use_kind kind;
-	struct cp_val arg[6];      /* CP_FUSE_CALL */
+	struct cp_val arg[CP_MAX_ARGS]; /* CP_FUSE_CALL */
 };
 
 /* What the walk's findings in a stretch of code depend on besides its

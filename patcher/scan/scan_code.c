@@ -260,7 +260,7 @@ static bool wanted_call(const struct cp_call *call)
 		if (cp_scan_is_import_call(call->name))
 			return true;
 	}
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < CP_MAX_ARGS; i++)
 		addrs += call->arg[i].kind == CP_V_ADDR;
 	return addrs >= 2;
 }

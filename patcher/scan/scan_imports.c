@@ -179,7 +179,7 @@ static bool names_both(const cp_scan *s, size_t at, uint64_t module_va, uint64_t
 	int k;
 
 	for (i = at + 1; i < s->ncalls && i <= at + 8; i++)
-		for (k = 0; k < 5; k++)
+		for (k = 0; k + 1 < CP_MAX_ARGS; k++)
 			if (s->calls[i].arg[k].kind == CP_V_ADDR && s->calls[i].arg[k].v == module_va &&
 			    s->calls[i].arg[k + 1].kind == CP_V_ADDR && s->calls[i].arg[k + 1].v == class_va)
 				return true;
@@ -237,7 +237,7 @@ static int64_t inlined_type_size(const cp_scan *s, size_t at, uint64_t class_va)
 
 		if (named(c, "PyImport_ImportModule"))
 			break;
-		for (k = 0; k < 5; k++)
+		for (k = 0; k + 1 < CP_MAX_ARGS; k++)
 			if (c->arg[k].kind == CP_V_ADDR && c->arg[k].v == class_va &&
 			    c->arg[k + 1].kind == CP_V_IMM && c->arg[k + 1].v > 0 && c->arg[k + 1].v < (1u << 24))
 				return (int64_t)c->arg[k + 1].v;

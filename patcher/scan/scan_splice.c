@@ -197,7 +197,7 @@ static bool same_args(const struct cp_val *x, const struct cp_val *y)
 {
 	size_t i;
 
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < CP_MAX_ARGS; i++)
 		if (!same_val(&x[i], &y[i]))
 			return false;
 	return true;

@@ -10,6 +10,13 @@ library:
              capstone, Zydis, x86 identifiers, relocation types, register names or
              opcode bytes in code (comments stripped)
   length     no function of patcher/ over 60 lines (Universal Ctags)
+  objects    no two objects of libcypatch.a share a name (a machine's file
+             names its machine: x86_64_walk.c), so that nm's edges above
+             keep the machines apart
+  args       the number of argument registers is written once per machine
+             (X86_64_NARGS, A64_NARGS) and once for all (CP_MAX_ARGS): no
+             array of arguments sized, and no loop over one bounded, by a
+             number
 
     check_layout.py LIBCYPATCH_A PATCHER_DIR
 
@@ -101,6 +108,32 @@ def arch_words(src):
                     yield f"{rel}:{n}: '{m.group(0)}' outside arch/<machine>/"
 
 
+def duplicate_objects(lib):
+    names = subprocess.run(["ar", "t", lib], capture_output=True, text=True, check=True).stdout.split()
+    for name, n in sorted(collections.Counter(names).items()):
+        if n > 1:
+            yield f"{lib}: {n} objects named {name}"
+
+
+ARG_ARRAY = re.compile(r"\b(?:struct\s+\w+|\w+_t|int|unsigned)\s+\**\w*arg\w*\s*\[\s*\d+\s*\]")
+NUMBER_LOOP = re.compile(r"\bfor\s*\([^;]*;[^;]*<\s*\d+\s*;[^)]*\)")
+
+
+def argument_counts(src):
+    for path in sorted(src.rglob("*.[ch]")):
+        rel = path.relative_to(src)
+        if rel.parts[0] == "stub":
+            continue
+        text = strip_comments(path.read_text())
+        for m in ARG_ARRAY.finditer(text):
+            yield f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: '{m.group(0)}': size it by CP_MAX_ARGS"
+        for m in NUMBER_LOOP.finditer(text):
+            body = text[m.end():m.end() + 160]
+            if re.search(r"(?<![A-Za-z0-9])arg\w*\s*\[|->known\s*>>", body):
+                yield (f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: '{m.group(0)}' over argument registers: "
+                       "bound it by CP_MAX_ARGS or the machine's count")
+
+
 def long_functions(src):
     files = [str(p) for p in sorted(src.rglob("*.c"))]
     out = subprocess.run(["ctags", "-o", "-", "--fields=+ne", "--c-kinds=f", *files],
@@ -122,6 +155,8 @@ def main():
             bad.append("cycle: " + " <-> ".join(sorted(c.removesuffix(".o") for c in comp)))
     bad += arch_words(src)
     bad += long_functions(src)
+    bad += duplicate_objects(lib)
+    bad += argument_counts(src)
     for b in bad:
         print(b)
     print(f"check_layout: {len(bad)} violation(s)")

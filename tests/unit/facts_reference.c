@@ -1,6 +1,6 @@
 /*
  * facts_reference.c - x86-64's cp_dis (Zydis decodes, patcher/arch/x86_64/
- * decode.c and facts.c) against the capstone reading it replaced
+ * x86_64_decode.c and x86_64_facts.c) against the capstone reading it replaced
  * (x86_facts_capstone.c): every function of every x86-64 Cython extension
  * module given is decoded linearly by both, and for every instruction both
  * must decode the same bytes or neither, to the same length, with the same

@@ -1,6 +1,6 @@
 /*
  * frame_reference.c - x86-64's frame evaluator (Zydis,
- * patcher/arch/x86_64/frame_eval.c) against the capstone evaluator it
+ * patcher/arch/x86_64/x86_64_frame_eval.c) against the capstone evaluator it
  * replaced (x86_frame_capstone.c): for every function of every x86-64
  * Cython extension module given, both evaluate it, plainly and with the
  * arguments seeded (cp_frame_eval_callee), and everything a frame tells its

@@ -1,6 +1,6 @@
 /*
  * test_walk_starts.c - the code walk never reads an instruction across a
- * function start (arch/x86_64/walk.c, room()), so a function's walk is the
+ * function start (arch/x86_64/x86_64_walk.c, room()), so a function's walk is the
  * same whether the sweep came from the section's start or began at the
  * function: the threaded walk (scan/scan_threads.c) and the check's splice
  * (scan/scan_splice.c) join walks on that. The fixture

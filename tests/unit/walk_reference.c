@@ -1,5 +1,5 @@
 /*
- * walk_reference.c - x86-64's code walk (Zydis, patcher/arch/x86_64/walk.c)
+ * walk_reference.c - x86-64's code walk (Zydis, patcher/arch/x86_64/x86_64_walk.c)
  * against the capstone walk it replaced (x86_walk_capstone.c): for every
  * x86-64 Cython extension module given (what the scan walks; capstone 4
  * misreads some AVX-512 instructions that OpenBLAS, a provider's

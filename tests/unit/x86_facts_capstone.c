@@ -1,7 +1,7 @@
 /*
  * x86_facts_capstone.c - the reference for x86-64's instruction facts: the
  * capstone reading (capstone's detail and cs_regs_access) that
- * patcher/arch/x86_64/facts.c (Zydis) replaced, kept as it was but for its
+ * patcher/arch/x86_64/x86_64_facts.c (Zydis) replaced, kept as it was but for its
  * entry and where capstone 4 misreads an instruction
  * (x86_capstone_misreads.h), so
  * that facts_reference.c can prove the two give the same facts for every

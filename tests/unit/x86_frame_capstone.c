@@ -1,6 +1,6 @@
 /*
  * x86_frame_capstone.c - the reference for x86-64's frame evaluator: the
- * capstone evaluator that patcher/arch/x86_64/frame_eval.c (Zydis)
+ * capstone evaluator that patcher/arch/x86_64/x86_64_frame_eval.c (Zydis)
  * replaced, kept as it was but for its entry's name and where capstone 4
  * misreads an instruction (x86_capstone_misreads.h; SSE2's movsd was
  * taken for the string instruction), so that frame_reference.c can prove the two make

@@ -1,6 +1,6 @@
 /*
  * x86_walk_capstone.c - the reference for x86-64's code walk: the capstone
- * walk that patcher/arch/x86_64/walk.c (Zydis) replaced, kept as it was
+ * walk that patcher/arch/x86_64/x86_64_walk.c (Zydis) replaced, kept as it was
  * (cp_code_ref's text aside) so that walk_reference.c can prove the two
  * report the same on every module.
  */

@@ -1,7 +1,7 @@
 /*
  * aarch64.h - what the files of arch/aarch64/ share: capstone's handle
  * behind a cp_dis, the register numbering (0..30 for x0..x30, 31 for sp)
- * and the AAPCS64 argument registers, and the functions target.c puts in
+ * and the AAPCS64 argument registers, and the functions aarch64_target.c puts in
  * cp_arch_aarch64.
  */
 #ifndef CP_ARCH_AARCH64_H
@@ -32,7 +32,8 @@ static inline struct a64_dis *a64_dis(const cp_dis *d)
 }
 
 /* x0..x7 */
-extern const int8_t cp_a64_arg_regs[8];
+#define A64_NARGS 8      /* x0 to x7 */
+extern const int8_t cp_a64_arg_regs[A64_NARGS];
 
 /* Index 0..31 of the 64-bit register that holds reg (w3 -> x3, sp -> 31),
  * or -1 (xzr, vector and system registers). */
@@ -51,7 +52,7 @@ void cp_a64_describe(const cs_insn *in, char *buf, size_t n);
  * tbnz), and its target. */
 bool cp_a64_direct_target(const cs_insn *in, uint64_t *target);
 
-/* decode.c */
+/* aarch64_decode.c */
 cp_status cp_a64_dis_open(cp_dis *d, cp_error *err);
 void cp_a64_dis_close(cp_dis *d);
 bool cp_a64_dis_next(cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr);
@@ -69,18 +70,18 @@ unsigned cp_a64_insn_size(const cp_dis *d);
 void cp_a64_insn_describe(const cp_dis *d, char *buf, size_t n);
 bool cp_a64_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr);
 
-/* facts.c */
+/* aarch64_facts.c */
 /* The registers in writes, a bit each (x0..x30, sp; a write-back base
  * too); all when capstone cannot tell. */
 uint32_t cp_a64_writes(csh h, const cs_insn *in);
 void cp_a64_insn_facts(const cp_dis *d, struct cp_insn_facts *f);
 void cp_a64_insn_flow(const cp_dis *d, struct cp_insn_facts *f);
 
-/* walk.c */
+/* aarch64_walk.c */
 cp_status cp_a64_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 			   const struct cp_code_visitor *v, cp_error *err);
 
-/* frame_eval.c */
+/* aarch64_frame_eval.c */
 cp_status cp_a64_frame_eval(const cp_image *img, uint64_t start, uint64_t end, bool callee,
 			    struct cp_frame *f, cp_error *err);
 

@@ -1,6 +1,6 @@
 /*
- * walk_ops.h - the code walk's view of an instruction (ops.c decodes,
- * walk.c runs): what it does to the registers the walk follows, and how
+ * walk_ops.h - the code walk's view of an instruction (aarch64_ops.c decodes,
+ * aarch64_walk.c runs): what it does to the registers the walk follows, and how
  * control leaves it. Private to arch/aarch64/.
  */
 #ifndef CP_ARCH_AARCH64_WALK_OPS_H
@@ -61,7 +61,7 @@ struct a64_entry {
 };
 
 /* The block starts of the function [start, end), in address order, with
- * their entry states (walk.c); jumps from other functions are not looked
+ * their entry states (aarch64_walk.c); jumps from other functions are not looked
  * for, so a block they enter may know more than it should: for readers
  * that check what they find (the frame evaluator's candidates). */
 cp_status cp_a64_entry_states(const cp_image *img, cp_dis *d, uint64_t start, uint64_t end,

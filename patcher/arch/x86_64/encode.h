@@ -1,6 +1,6 @@
 /*
  * encode.h - writing x86-64 code: the "Writing code" entries of
- * cp_arch_x86_64 (arch/arch.h says what each does), for target.c.
+ * cp_arch_x86_64 (arch/arch.h says what each does), for x86_64_target.c.
  */
 #ifndef CP_X86_64_ENCODE_H
 #define CP_X86_64_ENCODE_H

@@ -2,7 +2,7 @@
  * x86_64.h - what the files of arch/x86_64/ share: the decoders behind a
  * cp_dis (Zydis, and capstone for the questions about operand fields and
  * text), the register numbering (0..15, rax..r15 in encoding order) and
- * the System V argument registers, and the functions target.c puts in
+ * the System V argument registers, and the functions x86_64_target.c puts in
  * cp_arch_x86_64.
  */
 #ifndef CP_ARCH_X86_64_H
@@ -27,9 +27,9 @@ struct zin {
 };
 
 /* What a cp_dis's impl points at. Zydis decodes every instruction (the
- * analyses over branches step through whole functions: facts.c); capstone,
+ * analyses over branches step through whole functions: x86_64_facts.c); capstone,
  * with detail on, decodes the last one again only when a question about
- * its fields or text is asked (decode.c). */
+ * its fields or text is asked (x86_64_decode.c). */
 struct x86_dis {
 	ZydisDecoder dec;
 	struct zin z;
@@ -46,7 +46,8 @@ static inline struct x86_dis *x86_dis(const cp_dis *d)
 }
 
 /* rdi, rsi, rdx, rcx, r8, r9 */
-extern const int8_t cp_x86_64_arg_regs[6];
+#define X86_64_NARGS 6   /* rdi, rsi, rdx, rcx, r8, r9 */
+extern const int8_t cp_x86_64_arg_regs[X86_64_NARGS];
 
 /* Index 0..15 of the 64-bit register that holds reg (eax -> rax), or -1. */
 int cp_reg64(x86_reg reg);
@@ -65,7 +66,7 @@ bool cp_x86_rip_target(const cs_insn *in, uint64_t *target, int *opi);
 /* "mnemonic operands", cut to the buffer. */
 void cp_x86_describe(const cs_insn *in, char *buf, size_t n);
 
-/* decode.c */
+/* x86_64_decode.c */
 cp_status cp_x86_dis_open(cp_dis *d, cp_error *err);
 void cp_x86_dis_close(cp_dis *d);
 bool cp_x86_dis_next(cp_dis *d, const uint8_t **code, size_t *size, uint64_t *addr);
@@ -79,15 +80,15 @@ unsigned cp_x86_insn_size(const cp_dis *d);
 void cp_x86_insn_describe(const cp_dis *d, char *buf, size_t n);
 bool cp_x86_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr);
 
-/* facts.c */
+/* x86_64_facts.c */
 void cp_x86_insn_facts(const cp_dis *d, struct cp_insn_facts *f);
 void cp_x86_insn_flow(const cp_dis *d, struct cp_insn_facts *f);
 
-/* walk.c */
+/* x86_64_walk.c */
 cp_status cp_x86_code_walk(const cp_image *img, uint64_t start, uint64_t end,
 			   const struct cp_code_visitor *v, cp_error *err);
 
-/* frame_eval.c */
+/* x86_64_frame_eval.c */
 cp_status cp_x86_frame_eval(const cp_image *img, uint64_t start, uint64_t end, bool callee,
 			    struct cp_frame *f, cp_error *err);
 

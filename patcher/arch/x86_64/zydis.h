@@ -1,6 +1,6 @@
 /*
  * zydis.h - what the files of arch/x86_64/ that read Zydis's operands
- * share (walk.c, frame_eval.c, facts.c): the questions they all ask of an
+ * share (x86_64_walk.c, x86_64_frame_eval.c, x86_64_facts.c): the questions they all ask of an
  * instruction (struct zin, x86_64.h), asked one way.
  */
 #ifndef CP_ARCH_X86_64_ZYDIS_H

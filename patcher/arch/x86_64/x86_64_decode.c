@@ -1,5 +1,5 @@
 /*
- * decode.c - x86-64's cp_dis (see arch/code.h): opening it, decoding (Zydis),
+ * x86_64_decode.c - x86-64's cp_dis (see arch/code.h): opening it, decoding (Zydis),
  * and the questions asked about the instruction decoded last, about its
  * fields and text (capstone, which decodes it again when first asked).
  */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const int8_t cp_x86_64_arg_regs[6] = { R_RDI, R_RSI, R_RDX, R_RCX, R_R8, R_R9 };
+const int8_t cp_x86_64_arg_regs[X86_64_NARGS] = { R_RDI, R_RSI, R_RDX, R_RCX, R_R8, R_R9 };
 
 cp_status cp_x86_dis_open(cp_dis *d, cp_error *err)
 {

@@ -1,5 +1,5 @@
 /*
- * decode.c - capstone as aarch64's cp_dis (see arch/code.h): opening it,
+ * aarch64_decode.c - capstone as aarch64's cp_dis (see arch/code.h): opening it,
  * decoding, and the questions asked about the instruction decoded last.
  *
  * Every instruction is one 4-byte word; an operand's field is a bit field
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const int8_t cp_a64_arg_regs[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+const int8_t cp_a64_arg_regs[A64_NARGS] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
 cp_status cp_a64_dis_open(cp_dis *d, cp_error *err)
 {

@@ -1,5 +1,5 @@
 /*
- * walk.c - aarch64's code walk and its register tracker (see arch/code.h).
+ * aarch64_walk.c - aarch64's code walk and its register tracker (see arch/code.h).
  *
  * An address takes two instructions here: ADRP puts a 4 KiB page in a
  * register and an ADD, SUB or a load/store offset completes it, often much
@@ -77,7 +77,7 @@ static void emit_call(struct func *f, const struct state *s, const struct a64_op
 	c.target = o->direct ? o->target : 0;
 	c.name = name;
 	memset(c.arg, 0, sizeof(c.arg));
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < A64_NARGS; i++)
 		c.arg[i] = s->reg[cp_a64_arg_regs[i]];
 	f->v->on_call(f->v->ctx, &c);
 }

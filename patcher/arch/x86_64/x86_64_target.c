@@ -1,11 +1,13 @@
 /*
- * target.c - x86-64 as a struct cp_arch (see arch/arch.h): the table the
+ * x86_64_target.c - x86-64 as a struct cp_arch (see arch/arch.h): the table the
  * rest of cypatch reads this instruction set through.
  */
 #include "arch/x86_64/x86_64.h"
 #include "arch/x86_64/encode.h"
 #include <elf.h>
 #include <string.h>
+
+_Static_assert(X86_64_NARGS <= CP_MAX_ARGS, "struct cp_call holds every argument register");
 
 static enum cp_reloc_kind reloc_kind(uint32_t type)
 {
@@ -54,7 +56,7 @@ const struct cp_arch cp_arch_x86_64 = {
 	.user_va_bits = 47,      /* 4-level paging */
 	.max_insn = 16,
 	.arg_regs = cp_x86_64_arg_regs,
-	.nargs = 6,
+	.nargs = X86_64_NARGS,
 	.ret_reg = R_RAX,
 	/* System V: rax, rcx, rdx, rsi, rdi, r8-r11 */
 	.caller_saved = 1u << R_RAX | 1u << R_RCX | 1u << R_RDX | 1u << R_RSI | 1u << R_RDI | 1u << R_R8 |

@@ -1,5 +1,5 @@
 /*
- * frame_eval.c - x86-64's abstract frame evaluator (see arch/frame.h).
+ * x86_64_frame_eval.c - x86-64's abstract frame evaluator (see arch/frame.h).
  *
  * Values carry known-bit masks so that bit-field stores (load, and, or,
  * store) keep exactly the bits the code defines. The walk is linear: after a
@@ -597,7 +597,7 @@ static void note_call(struct eval *e, const char *name)
 	c->target = call_target(e);
 	if (e->in->in.operand_count_visible == 1 && cp_zrip(op))
 		c->name = cp_image_got_name(e->img, cp_zrip_addr(e->in, op)); /* -fno-plt */
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < X86_64_NARGS; i++) {
 		const struct aval *a = &e->reg[cp_x86_64_arg_regs[i]];
 
 		if (a->kind != K_BITS || a->known != ~0ull)
@@ -935,7 +935,7 @@ static void eval_start(struct eval *e, const cp_image *img, struct cp_frame *f, 
 	e->img = img;
 	e->f = f;
 	e->reg[RSP].kind = K_FRAME;
-	for (i = 0; seed_args && i < 6; i++)
+	for (i = 0; seed_args && i < X86_64_NARGS; i++)
 		e->reg[cp_x86_64_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
 }
 

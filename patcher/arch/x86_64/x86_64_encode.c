@@ -1,11 +1,12 @@
 /*
- * encode.c - writing x86-64 code (see arch/arch.h, "Writing code"): rel32
+ * x86_64_encode.c - writing x86-64 code (see arch/arch.h, "Writing code"): rel32
  * and disp32 fields, little-endian immediates and displacements, direct
  * call/jmp rel32 in place of the forms a linker emits for a call, and the
  * fallback stub's thunks (lea of the context into an argument register,
  * jmp to the stub's entry, int3 padding).
  */
 #include "arch/x86_64/encode.h"
+#include "arch/x86_64/x86_64.h"
 
 #include <string.h>
 
@@ -24,9 +25,6 @@
 #define LEA_SIZE 7  /* REX.W 8d ModRM disp32 */
 #define JMP_SIZE 5  /* e9 rel32 */
 
-/* rdi, rsi, rdx, rcx, r8, r9 (System V) as register numbers of the
- * encoding (ModRM.reg, with REX.R above 7). */
-static const uint8_t arg_reg[6] = { 7, 6, 2, 1, 8, 9 };
 
 /* rel32 and disp32 count from the end of the instruction. */
 bool cp_x86_64_pcrel_put(uint8_t *field, uint64_t insn, unsigned insn_size, uint64_t target)
@@ -106,9 +104,11 @@ bool cp_x86_64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint
 {
 	uint8_t reg;
 
-	if (arg >= sizeof(arg_reg))
+	/* the argument registers' numbers are the encoding's (ModRM.reg, with
+	 * REX.R above 7) */
+	if (arg >= X86_64_NARGS)
 		return false;
-	reg = arg_reg[arg];
+	reg = (uint8_t)cp_x86_64_arg_regs[arg];
 	out[0] = REX_W | (reg > 7 ? REX_R : 0);
 	out[1] = OP_LEA;
 	out[2] = (uint8_t)((reg & 7) << 3 | 5); /* mod 00, r/m 101: [rip + disp32] */

@@ -1,5 +1,5 @@
 /*
- * ops.c - aarch64 instructions as the code walk's ops (see walk_ops.h),
+ * aarch64_ops.c - aarch64 instructions as the code walk's ops (see walk_ops.h),
  * and the branch targets entered from other functions.
  */
 #include "arch/aarch64/walk_ops.h"

@@ -1,5 +1,5 @@
 /*
- * walk.c - x86-64's linear code walk and its register tracker (see
+ * x86_64_walk.c - x86-64's linear code walk and its register tracker (see
  * arch/code.h).
  *
  * The walk is the one pass that reads every instruction of a module (a
@@ -107,7 +107,7 @@ static void emit_call(struct walk *w, const struct zin *z, uint64_t target, cons
 	c.target = target;
 	c.name = name;
 	memset(c.arg, 0, sizeof(c.arg));
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < X86_64_NARGS; i++)
 		c.arg[i] = w->reg[cp_x86_64_arg_regs[i]];
 	w->v->on_call(w->v->ctx, &c);
 }

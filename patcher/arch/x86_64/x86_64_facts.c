@@ -1,5 +1,5 @@
 /*
- * facts.c - what one x86-64 instruction does, as the analyses over a
+ * x86_64_facts.c - what one x86-64 instruction does, as the analyses over a
  * function's branches (scan/reach.c, predict/import_time.c) see it:
  * struct cp_insn_facts (arch/code.h), read from Zydis's operands.
  *

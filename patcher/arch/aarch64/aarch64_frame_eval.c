@@ -1,5 +1,5 @@
 /*
- * frame_eval.c - aarch64's abstract frame evaluator (see arch/frame.h).
+ * aarch64_frame_eval.c - aarch64's abstract frame evaluator (see arch/frame.h).
  *
  * The same model as x86-64's: values carry known-bit masks, the frame is
  * bytes below the entry stack pointer with where each came from, the walk
@@ -669,7 +669,7 @@ static void note_call(struct eval *e, uint64_t target, const char *name)
 	c->insn = e->in->address;
 	c->target = target;
 	c->name = name;
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < A64_NARGS; i++) {
 		const struct aval *a = &e->reg[cp_a64_arg_regs[i]];
 
 		if (a->kind != K_BITS || a->known != ~0ull)
@@ -904,7 +904,7 @@ static cp_status evaluate(struct eval *e, cp_dis *d, const uint8_t *code, uint64
 	e->blk = blk;
 	e->nblk = nblk;
 	e->reg[A64_SP].kind = K_FRAME;
-	for (i = 0; seed_args && i < 8; i++)
+	for (i = 0; seed_args && i < A64_NARGS; i++)
 		e->reg[cp_a64_arg_regs[i]] = bits(CP_FRAME_ARG(i), ~0ull);
 	run(e, d, code, end - start, start);
 	free(blk);

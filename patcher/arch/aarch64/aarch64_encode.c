@@ -1,5 +1,5 @@
 /*
- * encode.c - writing aarch64 code (see arch/aarch64/encode.h): the
+ * aarch64_encode.c - writing aarch64 code (see arch/aarch64/encode.h): the
  * PC-relative immediates of ADR, ADRP, B, BL, B.cond, CBZ/CBNZ, TBZ/TBNZ
  * and LDR (literal), the :lo12: immediates of ADD and of unsigned-offset
  * loads and stores, the immediates of ADD/SUB and MOVZ/MOVN/MOVK, BL and B

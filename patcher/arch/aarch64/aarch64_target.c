@@ -1,5 +1,5 @@
 /*
- * target.c - aarch64 (little-endian, LP64, AAPCS64) as a struct cp_arch
+ * aarch64_target.c - aarch64 (little-endian, LP64, AAPCS64) as a struct cp_arch
  * (see arch/arch.h): the table the rest of cypatch reads this instruction
  * set through, reading and writing (pcrel_put re-aims an adrp/add pair or
  * a literal load at moved bytes).
@@ -7,6 +7,8 @@
 #include "arch/aarch64/aarch64.h"
 #include "arch/aarch64/encode.h"
 #include <elf.h>
+
+_Static_assert(A64_NARGS <= CP_MAX_ARGS, "struct cp_call holds every argument register");
 
 static enum cp_reloc_kind reloc_kind(uint32_t type)
 {
@@ -68,7 +70,7 @@ const struct cp_arch cp_arch_aarch64 = {
 	.user_va_bits = 48,      /* 4 KiB pages, 4 levels: the distributions' kernels */
 	.max_insn = A64_INSN,
 	.arg_regs = cp_a64_arg_regs,
-	.nargs = 8,
+	.nargs = A64_NARGS,
 	.ret_reg = A64_X0,
 	/* AAPCS64: x0-x18 and the link register */
 	.caller_saved = 0x7ffffu | 1u << A64_LR,
