@@ -24,6 +24,32 @@ def load_manifest():
 
 MANIFEST = load_manifest()
 ENTRIES = MANIFEST["entries"]
+# scripts/test --quick runs the cases of the modules one Cython built
+# (CYPATCH_CYTHON); ENTRIES stays whole for the tests that pick an entry
+ONLY_CYTHON = os.environ.get("CYPATCH_CYTHON")
+
+
+def other_cython(item):
+    """Whether a test case is about a module another Cython than
+    ONLY_CYTHON built: an entry among its parameters, or that Cython's
+    version in its id."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for v in params.values():
+        for e in (v if isinstance(v, (tuple, list)) else [v]):
+            if isinstance(e, dict) and e.get("cython") not in (None, ONLY_CYTHON):
+                return True
+    case = item.name.partition("[")[2]
+    return any(re.search(r"(?<![\d.])%s(?![\d.])" % re.escape(c), case)
+               for c in MANIFEST["cythons"] if c != ONLY_CYTHON)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not ONLY_CYTHON:
+        return
+    drop = [i for i in items if other_cython(i)]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [i for i in items if not other_cython(i)]
 
 
 def entry_ids(kind=None):
