@@ -297,13 +297,8 @@ def reference_releases(releases):
     neighbours in the run come from the same generator and compiler, so
     they hold the same kinds of instruction and code; each change of either
     stays in."""
-    out = []
-    for i, r in enumerate(releases):
-        key = (r["name"], r["version"].split(".")[0], compilers(r["tree"]))
-        nxt = releases[i + 1] if i + 1 < len(releases) else None
-        if nxt is None or (nxt["name"], nxt["version"].split(".")[0], compilers(nxt["tree"])) != key:
-            out.append(r)
-    return out
+    keys = [(r["name"], r["version"].split(".")[0], compilers(r["tree"])) for r in releases]
+    return [r for i, r in enumerate(releases) if i + 1 == len(releases) or keys[i + 1] != keys[i]]
 
 
 def write_lines(path, lines):

@@ -46,10 +46,12 @@ def other_cython(item):
 def pytest_collection_modifyitems(config, items):
     if not ONLY_CYTHON:
         return
-    drop = [i for i in items if other_cython(i)]
+    keep, drop = [], []
+    for i in items:
+        (drop if other_cython(i) else keep).append(i)
     if drop:
         config.hook.pytest_deselected(items=drop)
-        items[:] = [i for i in items if not other_cython(i)]
+        items[:] = keep
 
 
 def entry_ids(kind=None):

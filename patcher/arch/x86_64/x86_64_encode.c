@@ -105,7 +105,8 @@ bool cp_x86_64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint
 	uint8_t reg;
 
 	/* the argument registers' numbers are the encoding's (ModRM.reg, with
-	 * REX.R above 7) */
+	 * REX.R above 7): x86_64.h numbers R_RAX to R_R15 as the encoding does */
+	_Static_assert(R_RDI == 7 && R_RSI == 6 && R_R8 == 8 && R_R9 == 9, "register numbers are the encoding's");
 	if (arg >= X86_64_NARGS)
 		return false;
 	reg = (uint8_t)cp_x86_64_arg_regs[arg];
