@@ -1,17 +1,76 @@
 """Shared fixtures: the cypatch binary, the corpus manifest, the rules."""
+import atexit
 import configparser
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CYPATCH = os.environ.get("CYPATCH", os.path.join(ROOT, "build", "cypatch"))
+# the build under test; with CYPATCH_SANITIZED (scripts/test sets it to the
+# ASan/UBSan build), every command runs under that build too, through
+# tests/sanitize/twin.py, and each test fails where the two disagree
+MAIN = os.environ.get("CYPATCH", os.path.join(ROOT, "build", "cypatch"))
+SANITIZED = os.environ.get("CYPATCH_SANITIZED") or None
+BUILDS = [MAIN] + ([SANITIZED] if SANITIZED else [])
 CORPUS = os.environ.get("CORPUS_DIR", os.path.join(ROOT, "build", "corpus"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "sanitize"))
+from twin import SANITIZER_ENV  # noqa: E402
+
+
+def build_env(build, **extra):
+    """The environment to run one build in: the sanitizers' options for the
+    sanitized one."""
+    env = dict(os.environ, **(SANITIZER_ENV if build == SANITIZED else {}))
+    env.update(extra)
+    return env
+
+
+def twin_command():
+    """An executable that runs tests/sanitize/twin.py with the two builds
+    and the log named in it (tests pass their own environments, so
+    nothing is left to the environment)."""
+    where = tempfile.mkdtemp(prefix="cypatch-twin-")
+    atexit.register(shutil.rmtree, where, True)
+    path, log = os.path.join(where, "cypatch"), os.path.join(where, "disagreements")
+    open(log, "w").close()
+    # tests run cypatch as nobody too: the script, the log and an
+    # interpreter that user may run (the venv's may live in root's home)
+    os.chmod(where, 0o755)
+    os.chmod(log, 0o666)
+    script = shutil.copy(os.path.join(ROOT, "tests", "sanitize", "twin.py"), where)
+    shutil.copy(os.path.join(ROOT, "tests", "sanitize", "lsan.supp"), where)  # beside it, as twin.py reads it
+    python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\nexec %s "$@"\n' % " ".join(shlex.quote(a) for a in [
+            python, "-I", "-S", script, MAIN, SANITIZED, log]))
+    os.chmod(path, 0o755)
+    return path, log
+
+
+CYPATCH, TWIN_LOG = twin_command() if SANITIZED else (MAIN, None)
+
+
+@pytest.fixture(autouse=True)
+def sanitized_build_agrees():
+    """Fails the test that ran a command on which the sanitized build and
+    the build under test disagree (twin.py's log)."""
+    if not TWIN_LOG:
+        yield
+        return
+    start = os.path.getsize(TWIN_LOG)
+    yield
+    with open(TWIN_LOG) as f:
+        f.seek(start)
+        new = f.read()
+    if new:
+        pytest.fail(new[:20000], pytrace=False)
 
 
 def load_manifest():
@@ -123,16 +182,23 @@ def cypatch(*args, check=None):
 
 def disk_waits(*args):
     """Runs cypatch under strace: (its exit status, the names of the fsync,
-    fdatasync and sync_file_range calls it made, threads included)."""
+    fdatasync and sync_file_range calls it made, threads included). Each
+    build in turn, the build under test last (strace would see both
+    through twin.py): the sanitized one must make the same calls."""
     if not shutil.which("strace"):
         pytest.fail("strace is missing: scripts/setup installs it")
-    # LeakSanitizer cannot run under ptrace (scripts/sanitize runs this too)
-    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    seen = [traced_waits(build, args) for build in reversed(BUILDS)]
+    assert all(s == seen[-1] for s in seen), (args, seen)
+    return seen[-1]
+
+
+def traced_waits(build, args):
+    # LeakSanitizer cannot run under ptrace
+    env = build_env(build, ASAN_OPTIONS="exitcode=86:detect_leaks=0")
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as log:
         proc = subprocess.run(["strace", "-f", "-qq", "-o", log.name, "-e",
-                               "trace=fsync,fdatasync,sync_file_range", CYPATCH] + list(args),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              env=dict(os.environ, ASAN_OPTIONS=asan))
+                               "trace=fsync,fdatasync,sync_file_range", build] + list(args),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         calls = re.findall(r"^(?:\d+ +)?(\w+)\(", log.read(), re.M)
     return proc.returncode, calls
 

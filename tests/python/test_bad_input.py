@@ -18,7 +18,7 @@ import tempfile
 
 import pytest
 
-from conftest import CYPATCH, ENTRIES, MANIFEST, ROOT, cypatch
+from conftest import BUILDS, CYPATCH, ENTRIES, MANIFEST, ROOT, SANITIZED, build_env, cypatch
 
 SAMPLE = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
 FUZZ_REPRODUCERS = os.path.join(ROOT, "tests", "bad_input", "fuzz")
@@ -78,12 +78,13 @@ def commands(path, out):
     yield ["--target-layout", "bindings", "--in-place", path]
 
 
-def measured(*args):
-    """cypatch run under /usr/bin/time: (the finished process, its peak
+def measured(build, *args):
+    """One build run under /usr/bin/time: (the finished process, its peak
     resident memory in bytes). Not wait4 from here: a child forked from
     this process starts with its high-water mark (hundreds of MiB after the
     large repair tests), and exec keeps it."""
-    proc = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", CYPATCH] + list(args), capture_output=True, text=True)
+    proc = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", build] + list(args), capture_output=True, text=True,
+                          env=build_env(build))
     lines = proc.stderr.splitlines()
     err = "".join(line + "\n" for line in lines[:-1])
     return subprocess.CompletedProcess(proc.args[4:], proc.returncode, proc.stdout, err), int(lines[-1]) * 1024
@@ -99,16 +100,20 @@ def refused(path, message, tmp_path, show=True, max_rss=None):
         if not show and args[0] == "show":
             continue
         if max_rss is None:
-            proc = cypatch(*args)
-        else:
-            proc, rss = measured(*args)
-            assert rss <= max_rss, (args, proc.returncode, "peak %d MiB" % (rss >> 20))
-        assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
-        assert proc.stdout == "", (args, proc.stdout)
-        lines = proc.stderr.splitlines()
-        assert len(lines) == 1, (args, proc.stderr)
-        assert lines[0].startswith("cypatch: %s: " % path), (args, lines[0])
-        assert message in lines[0], (args, lines[0])
+            procs = [cypatch(*args)]
+        else:  # memory is a build's own: each build measured alone
+            procs = []
+            for build in BUILDS:
+                proc, rss = measured(build, *args)
+                assert rss <= max_rss(build), (build, args, proc.returncode, "peak %d MiB" % (rss >> 20))
+                procs.append(proc)
+        for proc in procs:
+            assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
+            assert proc.stdout == "", (args, proc.stdout)
+            lines = proc.stderr.splitlines()
+            assert len(lines) == 1, (args, proc.stderr)
+            assert lines[0].startswith("cypatch: %s: " % path), (args, lines[0])
+            assert message in lines[0], (args, lines[0])
     assert digest(path) == before
     assert listing(str(out)) == []
     assert listing(os.path.dirname(path)) == beside
@@ -317,22 +322,23 @@ def test_truncated_while_read(tmp_path, command):
     rng = random.Random(18)
     out = tmp_path / "out"
     out.mkdir()
-    for k in range(60):
+    for build, k in ((b, k) for b in BUILDS for k in range(60)):  # a race: each build on its own
         p = write(tmp_path, "cut.so", ELF.data)
         target = str(out / "cut.so")
         args = {"show": ["show", p], "fallback": ["--target-layout", "fallback", "-o", target, p],
                 "check": ["check", "--against", MANIFEST["providers"]["bindings"], p]}[command]
-        proc = subprocess.Popen([CYPATCH] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([build] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=build_env(build))
         time.sleep(rng.uniform(0, 0.004))
         os.truncate(p, 4096)
         err = proc.communicate()[1]
-        assert proc.returncode in (0, 2), (k, proc.returncode, err)
+        assert proc.returncode in (0, 2), (build, k, proc.returncode, err)
         if proc.returncode == 2:
-            assert len(err.splitlines()) == 1 and err.startswith("cypatch: %s: " % p), (k, err)
-            assert listing(str(out)) == [], k
+            assert len(err.splitlines()) == 1 and err.startswith("cypatch: %s: " % p), (build, k, err)
+            assert listing(str(out)) == [], (build, k)
         if os.path.exists(target):
             os.unlink(target)
-        assert listing(os.path.dirname(p)) == ["cut.so"], k
+        assert listing(os.path.dirname(p)) == ["cut.so"], (build, k)
 
 
 # --- huge counts --------------------------------------------------------------
@@ -394,8 +400,9 @@ def writable_data():
 
 def rss_bound(size):
     """64 MiB and the file: what `show` of a file of `size` bytes may use
-    (with AddressSanitizer's shadow memory and quarantine, 320 MiB more)."""
-    return (64 << 20) + size + ((320 << 20) if "ASAN_OPTIONS" in os.environ else 0)
+    (the sanitized build, with AddressSanitizer's shadow memory and
+    quarantine, 320 MiB more), for each build."""
+    return lambda build: (64 << 20) + size + ((320 << 20) if build == SANITIZED or "ASAN_OPTIONS" in os.environ else 0)
 
 
 def test_relr_all_ones_is_bounded(tmp_path):
@@ -791,9 +798,9 @@ def test_fifo_without_a_writer(tmp_path, name):
 def test_stdout_write_error(tmp_path):
     """Output lost on stdout is a failure, as in git: exit 2, one line."""
     out = str(tmp_path / "o.so")
-    for args in (["show", SAMPLE], ["--target-layout", "legacy", "-o", out, SAMPLE]):
-        with open("/dev/full", "w") as full:
-            proc = subprocess.run([CYPATCH] + args, stdout=full, stderr=subprocess.PIPE, text=True)
+    for build, args in ((b, a) for b in BUILDS for a in (["show", SAMPLE], ["--target-layout", "legacy", "-o", out, SAMPLE])):
+        with open("/dev/full", "w") as full:  # each build on its own: twin.py would hold stdout
+            proc = subprocess.run([build] + args, stdout=full, stderr=subprocess.PIPE, text=True, env=build_env(build))
         one_line(proc, 2, "cypatch: ")
         assert "No space left on device" in proc.stderr or "failed" in proc.stderr, proc.stderr
 

@@ -19,9 +19,9 @@ import zipfile
 
 import pytest
 
-from conftest import CYPATCH, MANIFEST
+from conftest import CYPATCH, MAIN, MANIFEST
 
-WALK_REFERENCE = os.path.join(os.path.dirname(CYPATCH), "tests", "walk_reference")
+WALK_REFERENCE = os.path.join(os.path.dirname(MAIN), "tests", "walk_reference")
 
 WHEELS = sorted(glob.glob(os.path.join(os.path.dirname(MANIFEST["real_wheels"]["numpy"]), "*.whl")))
 

@@ -21,7 +21,7 @@ import zipfile
 
 import pytest
 
-from conftest import CORPUS, CYPATCH, ROOT
+from conftest import CORPUS, MAIN, ROOT
 
 WHEEL_DIR = pathlib.Path(os.environ.get("WHEEL_DIR", os.path.join(ROOT, "build-wheel", "dist")))
 VERSION = re.search(r'^#define CYPATCH_VERSION "([^"]+)"$',
@@ -104,7 +104,7 @@ def test_the_man_page_and_the_documents_are_installed(venv):
 
 
 def same_outputs(new, corpus, *extra):
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "same_outputs"), CYPATCH, str(new), str(corpus),
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "same_outputs"), MAIN, str(new), str(corpus),
                         *extra], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.rstrip().endswith("; 0 differ"), r.stdout[-3000:] + r.stderr[-2000:]
     return r.stdout.splitlines()[-1]
