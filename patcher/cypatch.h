@@ -193,6 +193,8 @@ struct cp_repair_opts {
 	bool full_check;        /* as struct cp_patch_opts's */
 	bool relax_requires;    /* widen cuda-python / cuda-bindings in METADATA */
 	bool keep_sources;      /* leave the Python sources' import statements alone */
+	bool drop_signature;    /* write a signed wheel that changes without its
+				 * RECORD.jws / RECORD.p7s (else refused) */
 };
 
 struct cp_repair_member {

@@ -33,6 +33,11 @@ static const char usage[] =
 	"      --no-fsync              rename each wheel into place without waiting\n"
 	"                              for the disk: atomic for readers, but a power\n"
 	"                              loss may leave it empty (as cp and auditwheel)\n"
+	"      --drop-signature        write a signed wheel (RECORD.jws, RECORD.p7s)\n"
+	"                              that changes without its signature, named in\n"
+	"                              cypatch.json, to be signed again (without it,\n"
+	"                              such a wheel is refused: the signature would\n"
+	"                              no longer match)\n"
 	"      --full-check            the check walks all of each extension's code\n"
 	"                              again, and fails (exit 70) if that walk and the\n"
 	"                              walk of the changed functions disagree; an\n"
@@ -83,6 +88,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "keep-build-id", no_argument, NULL, 'K' },
 		{ "no-fsync", no_argument, NULL, 'N' },
 		{ "full-check", no_argument, NULL, 'C' },
+		{ "drop-signature", no_argument, NULL, 'D' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -102,6 +108,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'K': o->r.keep_build_id = true; break;
 		case 'N': o->r.no_fsync = true; break;
 		case 'C': o->r.full_check = true; break;
+		case 'D': o->r.drop_signature = true; break;
 		case 'j': o->json = 1; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "repair", optarg))

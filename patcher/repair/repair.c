@@ -482,6 +482,14 @@ cp_status cp_repair_note(struct job *j)
 	json_object_set_new(doc, "python_sources", files);
 	json_object_set_new(doc, "import_statements_rewritten", json_integer(j->res->statements));
 	json_object_set_new(doc, "import_lines_left", json_integer(j->res->left));
+	files = json_array();
+	for (i = 0; i < j->w->n; i++) /* with --drop-signature; without it, refused */
+		if (cp_wheel_is_signature(j->w, i))
+			json_array_append_new(files, json_string(j->w->m[i].name));
+	if (json_array_size(files))
+		json_object_set_new(doc, "signatures_dropped", files);
+	else
+		json_decref(files);
 	j->note = (uint8_t *)json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 	json_decref(doc);
 	if (!j->note || asprintf(&j->note_name, "%s/cypatch.json", j->w->dist_info) < 0)

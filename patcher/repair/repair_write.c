@@ -129,10 +129,28 @@ struct changed {
 };
 
 /* Whether the input's member i gives way to a new one written last:
- * RECORD, and the note an earlier repair left. */
+ * RECORD, and the note an earlier repair left; or is left out: the
+ * signature of the RECORD that changes (--drop-signature). */
 static bool replaced(const struct job *j, size_t i)
 {
-	return i == j->w->record_at || (j->note_name && !strcmp(j->w->m[i].name, j->note_name));
+	return i == j->w->record_at || (j->note_name && !strcmp(j->w->m[i].name, j->note_name)) ||
+	       cp_wheel_is_signature(j->w, i);
+}
+
+/* A signed wheel whose RECORD changes: its signature would no longer
+ * match, and cypatch has no key to sign with. Refused unless asked to
+ * leave the signature out (to be signed again after, as with auditwheel). */
+static cp_status check_unsigned(const struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->w->n; i++)
+		if (cp_wheel_is_signature(j->w, i) && !j->o->drop_signature)
+			return cp_fail(j->err, CP_E_INPUT,
+				       "%s: signed (%s): its RECORD would change and cypatch cannot sign it; "
+				       "--drop-signature writes the wheel without the signature, to be signed again",
+				       j->w->path, j->w->m[i].name);
+	return CP_OK;
 }
 
 /* Span s of the archive fd appended, after checking that it is the member
@@ -286,8 +304,10 @@ static cp_status write_temp(struct job *j)
 	struct changed c = { .fd = -1 };
 	uint8_t *rec = NULL;
 	size_t rec_len = 0;
-	cp_status st = cp_repair_note(j);
+	cp_status st = check_unsigned(j);
 
+	if (!st)
+		st = cp_repair_note(j);
 	if (!st)
 		st = cp_repair_record(j, &rec, &rec_len);
 	if (!st && !j->out.z) {

@@ -463,13 +463,22 @@ static cp_status check_rows(struct cp_wheel *w, const char *where, cp_error *err
 	return st;
 }
 
+bool cp_wheel_is_signature(const struct cp_wheel *w, size_t i)
+{
+	const char *name = w->m[i].name;
+	size_t dl = strlen(w->dist_info);
+
+	assert(i < w->n);
+	return !strncmp(name, w->dist_info, dl) && (!strcmp(name + dl, "/RECORD.jws") || !strcmp(name + dl, "/RECORD.p7s"));
+}
+
 /* Every member is in RECORD with its hash and size, and nothing else is;
  * the members copied[] marks are compared with src instead of hashed. */
 static cp_status check_record(struct cp_wheel *w, const struct cp_wheel *src, const bool *copied,
 			      bool (*defer)(const char *name), cp_error *err)
 {
 	const char *record = w->m[w->record_at].name;
-	size_t i, dl = strlen(w->dist_info);
+	size_t i;
 	uint8_t *text;
 	size_t len;
 	char *where = NULL; /* "<wheel>: <RECORD>", what errors about a row name */
@@ -490,8 +499,7 @@ static cp_status check_record(struct cp_wheel *w, const struct cp_wheel *src, co
 		zip_int64_t at;
 		uint64_t n;
 
-		if (w->m[i].dir || i == w->record_at ||
-		    (!strncmp(name, w->dist_info, dl) && (!strcmp(name + dl, "/RECORD.jws") || !strcmp(name + dl, "/RECORD.p7s"))))
+		if (w->m[i].dir || i == w->record_at || cp_wheel_is_signature(w, i))
 			continue;
 		row = cp_record_find(&w->record, name);
 		if (!row)

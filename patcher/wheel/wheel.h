@@ -49,6 +49,10 @@ struct cp_wheel {
 
 cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err);
 
+/* Whether member i is the wheel's signature of RECORD (<dist-info>/RECORD.jws
+ * or RECORD.p7s, which RECORD does not list). */
+bool cp_wheel_is_signature(const struct cp_wheel *w, size_t i);
+
 /* As cp_wheel_open, for a wheel written from src: the members whose src
  * index copied[] marks are compared with src's (CRC-32, sizes,
  * RECORD row) instead of hashed again. */

@@ -1029,3 +1029,61 @@ def test_a_wheel_of_many_members_is_repaired(n, tmp_path):
         rows = list(csv.reader(io.StringIO(z.read("demo-1.0.dist-info/RECORD").decode())))
         assert len(z.namelist()) == n + 6 and len(rows) == n + 6
         assert {r[0] for r in rows} == set(z.namelist())
+
+
+# A signed wheel (the wheel spec: <dist-info>/RECORD.jws, a JSON web
+# signature of RECORD's hash, or RECORD.p7s, an S/MIME one; RECORD lists
+# neither). The bytes need not be a valid signature: cypatch reads none.
+SIGNATURES = {"jws": b'{"recipients": [], "payload": "e30"}\n', "p7s": b"-----BEGIN PKCS7-----\nMAA=\n-----END PKCS7-----\n"}
+
+
+def signed_wheel(tmp_path, kind, extensions=True):
+    wheel = corpus_wheel(tmp_path, "bindings") if extensions else \
+        make_wheel(str(tmp_path / "demo-1.0-py3-none-any.whl"), {"demo/__init__.py": b"x = 1\n"})
+    with zipfile.ZipFile(wheel, "a") as z:
+        z.writestr("demo-1.0.dist-info/RECORD." + kind, SIGNATURES[kind])
+    return wheel
+
+
+@pytest.mark.parametrize("kind", sorted(SIGNATURES))
+def test_a_signed_wheel_that_would_change_is_refused(kind, tmp_path):
+    """Issue 40 case 5: RECORD was rewritten and the signature kept, so the
+    repaired wheel carried a signature that no longer matched it."""
+    wheel = signed_wheel(tmp_path, kind)
+    before = digest(wheel)
+    for mode in ("fallback", "legacy"):
+        out = tmp_path / ("out-" + mode)
+        proc = repair(wheel, out, mode, check=2)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("cypatch: %s: signed (demo-1.0.dist-info/RECORD.%s)"
+                                                       % (wheel, kind)), lines
+        assert "--drop-signature" in lines[0], lines
+        assert not out.exists() or os.listdir(str(out)) == []
+    assert digest(wheel) == before
+
+
+@pytest.mark.parametrize("kind", sorted(SIGNATURES))
+def test_drop_signature_writes_the_wheel_without_it_and_says_so(kind, tmp_path):
+    wheel = signed_wheel(tmp_path, kind)
+    out = tmp_path / "out"
+    repair(wheel, out, "fallback", "--drop-signature")
+    repaired = str(out / os.path.basename(wheel))
+    names = zipfile.ZipFile(repaired).namelist()
+    assert "demo-1.0.dist-info/RECORD." + kind not in names, names
+    doc = json.loads(zipfile.ZipFile(repaired).read("demo-1.0.dist-info/cypatch.json"))
+    assert doc["signatures_dropped"] == ["demo-1.0.dist-info/RECORD." + kind]
+    # what pip installs: every member but RECORD's own row is hashed in RECORD
+    with zipfile.ZipFile(repaired) as z:
+        rows = dict(line.split(",", 1) for line in z.read("demo-1.0.dist-info/RECORD").decode().splitlines())
+        for name in names:
+            if not name.endswith("/RECORD"):
+                data = z.read(name)
+                assert rows[name] == "%s,%d" % (record_hash(data), len(data)), name
+
+
+def test_a_signed_wheel_that_needs_nothing_is_copied_signature_and_all(tmp_path):
+    """Nothing changes, so RECORD and its signature still match: copied."""
+    wheel = signed_wheel(tmp_path, "jws", extensions=False)
+    proc = repair(wheel, tmp_path / "out", "fallback")
+    assert "needs nothing" in proc.stdout
+    assert digest(wheel) == digest(str(tmp_path / "out" / os.path.basename(wheel)))
