@@ -83,9 +83,16 @@ typedef struct cp_scan cp_scan;
 cp_status cp_image_open(const char *path, cp_image **out, cp_error *err);
 void cp_image_close(cp_image *img);
 
-/* CP_OK unless the file was truncated while mapped: what was read of it
- * since is zeros, and nothing made of it may be trusted. */
+/* CP_OK unless the file was truncated while mapped (what was read of it
+ * since is zeros) or changed otherwise (its size or mtime moved; a
+ * truncation can show as an mtime alone to an fstat that races it):
+ * nothing made of it may be trusted. */
 cp_status cp_image_intact(const cp_image *img, cp_error *err);
+
+/* The verdict on a reading of img (NULL: none was opened) that ended in
+ * st: when the file changed while it was read, that is the error (in err),
+ * whatever else the reading concluded from the changing bytes; else st. */
+cp_status cp_image_settle(const cp_image *img, cp_status st, cp_error *err);
 
 /* Every reference the image holds to a mapped module. */
 cp_status cp_scan_run(const cp_image *img, const cp_rules *rules,

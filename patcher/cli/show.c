@@ -76,8 +76,7 @@ static cp_status show_refs(const char *file, const cp_rules *rules, int json, in
 		st = cp_scan_run(img, rules, &scan, err);
 	if (!st)
 		st = cp_scan_describe_sites(scan, img, err);
-	if (!st)
-		st = cp_image_intact(img, err);
+	st = cp_image_settle(img, st, err);
 	if (!st)
 		st = json ? cp_scan_write_json(scan, stdout, err) : cp_scan_write_text(scan, stdout, all, err);
 	cp_scan_free(scan);

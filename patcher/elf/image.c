@@ -11,13 +11,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 cp_status cp_image_intact(const cp_image *img, cp_error *err)
 {
-	if (cp_map_guard_intact(img->data))
-		return CP_OK;
-	return cp_fail(err, CP_E_INPUT, "%s: the file was truncated while cypatch read it", img->path);
+	struct stat now;
+
+	if (!cp_map_guard_intact(img->data) || fstat(img->fd, &now) || (size_t)now.st_size < img->size)
+		return cp_fail(err, CP_E_INPUT, "%s: the file was truncated while cypatch read it", img->path);
+	if ((size_t)now.st_size != img->size || now.st_mtim.tv_sec != img->mtime.tv_sec ||
+	    now.st_mtim.tv_nsec != img->mtime.tv_nsec)
+		return cp_fail(err, CP_E_INPUT, "%s: the file changed while cypatch read it", img->path);
+	return CP_OK;
+}
+
+cp_status cp_image_settle(const cp_image *img, cp_status st, cp_error *err)
+{
+	if (!img || !cp_image_intact(img, NULL)) /* none opened: nothing read to doubt */
+		return st;
+	return cp_image_intact(img, err);
 }
 
 void cp_image_done_with(const cp_image *img, uint64_t off, uint64_t len)

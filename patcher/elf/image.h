@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "cypatch.h"
 #include "arch/arch.h"
 
@@ -84,6 +85,7 @@ struct cp_image {
 	int fd;                  /* open while the image is: the output copies from it */
 	const uint8_t *data;
 	size_t size;
+	struct timespec mtime;   /* the file's when mapped: cp_image_intact compares */
 	struct cp_section *sec;
 	size_t nsec;
 	struct cp_mapped_section *mapped; /* the mapped sections by address */

@@ -27,6 +27,7 @@ static cp_status map_file(cp_image *img, cp_error *err)
 	if (fd < 0)
 		return cp_fail(err, CP_E_INPUT, "%s: cannot open: %s", img->path, strerror(errno));
 	img->size = (size_t)st.st_size;
+	img->mtime = st.st_mtim;
 	if (img->size == 0) {
 		close(fd);
 		return cp_fail(err, CP_E_INPUT, "%s: empty file", img->path);
@@ -68,8 +69,8 @@ cp_status cp_image_open(const char *path, cp_image **out, cp_error *err)
 		st = cp_fallback_read(img, err);
 	if (!st)
 		st = cp_functions_read(img, err);
-	if (!st)
-		st = cp_image_intact(img, err);
+	if (img->data)
+		st = cp_image_settle(img, st, err);
 	if (st) {
 		cp_image_close(img);
 		return st;

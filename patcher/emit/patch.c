@@ -124,8 +124,7 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 			st = cp_rescan(img, scan, plan, w->tmp, &d, o->full_check, err);
 		lap(res, CP_STAGE_CHECK, t0);
 		/* the input read whole and unchanged up to here, or no output */
-		if (!st)
-			st = cp_image_intact(img, err);
+		st = cp_image_settle(img, st, err);
 		if (!st) {
 			st = cp_write_close(w->fd, w->tmp, target, !o->no_fsync, err);
 			w->fd = -1;
@@ -240,6 +239,9 @@ cp_status cp_patch_file(const char *in, const char *out, const cp_rules *rules,
 		goto done;
 	st = carry_out(img, scan, &plan, out, o, &w, res, &t0, err);
 done:
+	/* a finding on bytes that changed meanwhile is no finding (before
+	 * here, the output is renamed only when the input held still) */
+	st = cp_image_settle(img, st, err);
 	drop_output(&w);
 	cp_plan_free(&plan);
 	cp_scan_free(scan);

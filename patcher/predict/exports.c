@@ -231,8 +231,7 @@ cp_status cp_exports_of_file(const char *file, const cp_rules *rules, struct cp_
 			st = cp_exports_from_blob(scan, out, err);
 		cp_scan_free(scan);
 	}
-	if (!st)
-		st = cp_image_intact(img, err);
+	st = cp_image_settle(img, st, err);
 	cp_image_close(img);
 	return st;
 }

@@ -412,8 +412,7 @@ static cp_status predict_file(struct ctx *c, const char *file, const char *label
 						      scan->modname, "fallback", scan->fallback, "binds", bound,
 						      "failures", c->failures, "deferred", c->deferred));
 done:
-	if (!st && img)
-		st = cp_image_intact(img, err);
+	st = cp_image_settle(img, st, err);
 	json_decref(bound);
 	json_decref(c->failures);
 	json_decref(c->deferred);

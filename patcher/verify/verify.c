@@ -145,8 +145,7 @@ static cp_status plan_extension(const char *file, const char *module, const cp_r
 							      bindings(scan), "unproven", unproven_providers(scan)));
 		*added = !st;
 	}
-	if (!st)
-		st = cp_image_intact(img, err);
+	st = cp_image_settle(img, st, err);
 	cp_scan_free(scan);
 	cp_image_close(img);
 	return st;
