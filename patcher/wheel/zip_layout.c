@@ -1,8 +1,9 @@
 /*
  * zip_layout.c - where each member of a zip archive lies (see
  * zip_layout.h). Field offsets are APPNOTE.TXT's (PKWARE, 6.3.x):
- * 4.3.7 local file header, 4.3.12 central directory record, 4.3.14-16 the
- * zip64 and classic end records, 4.5.3 the zip64 extra field.
+ * 4.3.7 local file header, 4.3.9 data descriptor, 4.3.12 central directory
+ * record, 4.3.14-16 the zip64 and classic end records, 4.5.3 the zip64
+ * extra field.
  */
 #include "wheel/zip_layout.h"
 #include "util/error.h"
@@ -16,6 +17,7 @@
 
 #define LFH_SIG 0x04034b50u
 #define LFH_LEN 30
+#define DD_SIG 0x08074b50u
 #define CDR_SIG 0x02014b50u
 #define CDR_LEN 46
 #define ZIP64_ID 0x0001
@@ -247,8 +249,39 @@ static bool same_local_name(int fd, const uint8_t *h, uint64_t off, const uint8_
 	return same && (ascii || ((cp_get16(h + 6) ^ cp_get16(r + 8)) & 0x0800) == 0);
 }
 
+/* Whether the data descriptor after member s's data (its local header's
+ * flag bit 3 says one follows) gives the central record's CRC-32 and
+ * sizes: a reader that streams the archive takes them from it. Its
+ * signature is optional and its sizes are 4 or 8 bytes (8 with a zip64
+ * local header), so any of the four forms may be the one. */
+static bool descriptor_agrees(int fd, const struct cp_zip_span *s)
+{
+	uint8_t d[28];
+	uint64_t at = s->data + s->comp_size, room = s->off + s->len - at;
+	size_t n = room < sizeof(d) ? (size_t)room : sizeof(d), sig, wide;
+	struct record_values v;
+
+	if (!record_values(s->cd, &v) || n < 12 || read_at(fd, d, n, at))
+		return false;
+	for (sig = 0; sig <= 4; sig += 4) {
+		if (sig && cp_get32(d) != DD_SIG)
+			continue;
+		for (wide = 0; wide <= 1; wide++) {
+			size_t w = wide ? 8 : 4;
+
+			if (n < sig + 4 + 2 * w || cp_get32(d + sig) != cp_get32(s->cd + 16))
+				continue;
+			if ((wide ? cp_get64(d + sig + 4) : cp_get32(d + sig + 4)) == v.csize &&
+			    (wide ? cp_get64(d + sig + 12) : cp_get32(d + sig + 8)) == v.usize)
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Each member's range: to the next local header in the file, or the
- * central directory; it must begin with a local header and hold its data. */
+ * central directory; it must begin with a local header and hold its data,
+ * and a data descriptor after it must agree with the central record. */
 static cp_status measure(int fd, const char *path, struct cp_zip_layout *l, cp_error *err)
 {
 	struct cp_zip_span **o = malloc((l->n ? l->n : 1) * sizeof(*o));
@@ -278,6 +311,10 @@ static cp_status measure(int fd, const char *path, struct cp_zip_layout *l, cp_e
 				     path, (int)cp_get16(s->cd + 28), (const char *)s->cd + CDR_LEN);
 		else
 			s->data = s->off + head;
+		if (!st && (cp_get16(h + 6) & 0x0008) && !descriptor_agrees(fd, s))
+			st = cp_fail(err, CP_E_INPUT,
+				     "%s: a member's data descriptor disagrees with its central directory record: %.*s",
+				     path, (int)cp_get16(s->cd + 28), (const char *)s->cd + CDR_LEN);
 	}
 	free(o);
 	return st;

@@ -339,7 +339,7 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("case", list(HOSTILE) + ["record-mismatch", "record-mismatch-so", "size-bomb",
-                                                   "corrupt-stream", "not-a-zip"])
+                                                   "corrupt-stream", "lying-descriptor", "not-a-zip"])
 def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
     wheel = str(tmp_path / "demo-1.0-py3-none-any.whl")
     if case in HOSTILE:
@@ -388,6 +388,21 @@ def test_hostile_wheels_are_refused_and_nothing_is_written(case, tmp_path):
         data[start + 10:start + 40] = b"\xff" * 30
         open(wheel, "wb").write(bytes(data))
         message = "a member is corrupt: demo/text.py"
+    elif case == "lying-descriptor":
+        # issue 40 case 4: the data descriptor after a member (zipfile
+        # writes one to a stream) with a CRC-32 and sizes of its own, as a
+        # streaming reader would take them; copied as it was, it survived
+        # into the repaired wheel
+        make_wheel(str(tmp_path / "plain.whl"), {"demo/__init__.py": b"x = 1\n", "demo/text.py": b"y = 2\n" * 50})
+        rewritten(str(tmp_path / "plain.whl"), wheel, "stream")
+        data = bytearray(open(wheel, "rb").read())
+        info = zipfile.ZipFile(wheel).getinfo("demo/text.py")
+        local_extra = struct.unpack("<H", data[info.header_offset + 28:info.header_offset + 30])[0]
+        at = info.header_offset + 30 + len(info.filename) + local_extra + info.compress_size
+        assert data[at:at + 4] == b"PK\x07\x08", data[at:at + 16]
+        data[at + 4:at + 16] = struct.pack("<III", info.CRC ^ 1, info.compress_size + 1, info.file_size + 1)
+        open(wheel, "wb").write(bytes(data))
+        message = "a member's data descriptor disagrees with its central directory record: demo/text.py"
     else:
         open(wheel, "wb").write(b"not a zip at all\n")
         message = "not a readable zip archive"
