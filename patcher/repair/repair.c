@@ -433,8 +433,12 @@ static cp_status relax_metadata(struct job *j)
 	if (at < 0)
 		return cp_fail(j->err, CP_E_INPUT, "%s: no %s to relax", j->w->path, name);
 	st = cp_wheel_read(j->w, (size_t)at, &meta, &len, j->err);
-	if (!st)
-		st = cp_relax_requires((const char *)meta, len, j->o->layout, &out, &outlen, &changed, j->err);
+	if (!st) {
+		char where[4300];
+
+		snprintf(where, sizeof(where), "%s: %s", j->w->path, name);
+		st = cp_relax_requires((const char *)meta, len, j->o->layout, where, &out, &outlen, &changed, j->err);
+	}
 	free(meta);
 	if (st || !changed) {
 		if (!st)

@@ -2,8 +2,10 @@
  * requires.c - widening the cuda-python requirement (see requires.h).
  */
 #include "repair/requires.h"
+#include "repair/pep508.h"
 #include "util/error.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,49 +55,39 @@ static bool keep(const char *spec, const char *layout)
 	return true;
 }
 
-/* One Requires-Dist value, rewritten into o. */
-static size_t rewrite(const char *v, size_t n, const char *layout, bool python, char *o)
+/* One Requires-Dist value r (parsed from v) rewritten into o: the name
+ * and extras, the specifiers kept for the layout (and bindings' floor),
+ * the marker as it was. */
+static size_t rewrite(const char *v, size_t n, const struct cp_pep508 *r, const char *layout, bool python, char *o)
 {
-	const char *semi = memchr(v, ';', n), *end = semi ? semi : v + n, *p = v, *specs;
 	size_t w = 0, k;
 	bool first = true;
 
-	while (p < end && (isalnum((unsigned char)*p) || strchr("-_.", *p)))
-		p++;
-	if (p < end && *p == '[')
-		while (p < end && *p++ != ']')
-			;
-	memcpy(o, v, (size_t)(p - v));
-	w = (size_t)(p - v);
-	specs = p;
+	w += (size_t)sprintf(o, "%.*s%.*s", (int)(r->name.end - r->name.start), v + r->name.start,
+			     (int)(r->extras.end - r->extras.start), v + r->extras.start);
 	if (!strcmp(layout, "bindings") && python) {
 		w += (size_t)sprintf(o + w, ">=%s", BINDINGS_FIRST);
 		first = false;
 	}
-	while (specs < end) {
-		const char *comma = memchr(specs, ',', (size_t)(end - specs)), *stop = comma ? comma : end;
+	for (k = 0; k < r->nspecs; k++) {
 		char spec[128];
+		size_t len = r->specs[k].end - r->specs[k].start;
 
-		k = (size_t)(stop - specs);
-		snprintf(spec, sizeof(spec), "%.*s", (int)(k < sizeof(spec) ? k : sizeof(spec) - 1), specs);
-		while (k && (isspace((unsigned char)spec[k - 1]) || spec[k - 1] == ')'))
-			spec[--k] = '\0';
-		if (spec[strspn(spec, " ()")] && keep(spec + strspn(spec, " ("), layout)) {
-			w += (size_t)sprintf(o + w, "%s%s", first ? "" : ",", spec + strspn(spec, " ("));
+		if (len >= sizeof(spec))
+			len = sizeof(spec) - 1;
+		snprintf(spec, sizeof(spec), "%.*s", (int)len, v + r->specs[k].start);
+		if (keep(spec, layout)) {
+			w += (size_t)sprintf(o + w, "%s%s", first ? "" : ",", spec);
 			first = false;
 		}
-		specs = comma ? comma + 1 : end;
 	}
-	if (semi) {
-		memcpy(o + w, " ", 1);
-		memcpy(o + w + 1, semi, (size_t)(v + n - semi));
-		w += 1 + (size_t)(v + n - semi);
-	}
+	if (r->marker < n)
+		w += (size_t)sprintf(o + w, " %.*s", (int)(n - r->marker), v + r->marker);
 	return w;
 }
 
-cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, char **out, size_t *outlen,
-			    bool *changed, cp_error *err)
+cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, const char *where, char **out,
+			    size_t *outlen, bool *changed, cp_error *err)
 {
 	static const char key[] = "Requires-Dist:";
 	const char *p = meta, *end = meta + len;
@@ -120,11 +112,20 @@ cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, ch
 		for (name = v, n = 0; name + n < stop && (isalnum((unsigned char)name[n]) || strchr("-_.", name[n])); n++)
 			;
 		if ((size_t)(stop - p) > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1) && ours(name, n, &python)) {
-			size_t vlen = (size_t)(stop - v) - (stop > v && stop[-1] == '\r');
+			size_t vlen = (size_t)(stop - v) - (stop > v && stop[-1] == '\r'), made;
+			struct cp_pep508 r;
 
+			if (!cp_pep508_parse(v, vlen, &r) || r.url || r.name.end - r.name.start != n) {
+				free(o);
+				return cp_fail(err, CP_E_INPUT, "%s: Requires-Dist: %.*s: %s", where, (int)(vlen < 200 ? vlen : 200),
+					       v, r.url ? "a URL, which --relax-requires cannot widen"
+							: "not a requirement PEP 508 allows, which --relax-requires cannot rewrite");
+			}
 			memcpy(o + w, p, (size_t)(v - p));
 			w += (size_t)(v - p);
-			w += rewrite(v, vlen, layout, python, o + w);
+			made = rewrite(v, vlen, &r, layout, python, o + w);
+			assert(cp_pep508_parse(o + w, made, &r)); /* what pip reads back */
+			w += made;
 			if (stop[-1] == '\r')
 				o[w++] = '\r';
 		} else {

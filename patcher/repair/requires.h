@@ -12,9 +12,11 @@
  * legacy and fallback drop the lower bounds (the legacy layout is
  * cuda-python <= 12.6.0, and 12.6.2 to 12.9 keep it as trampolines);
  * bindings drops the lower bounds and the upper bounds below 12.6.1 and
- * asks cuda-python >= 12.6.1. Other lines stay byte for byte.
+ * asks cuda-python >= 12.6.1. Other lines stay byte for byte. A line of
+ * ours that PEP 508 does not allow, or a URL, is refused (where names the
+ * file in the error).
  */
-cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, char **out, size_t *outlen,
-			    bool *changed, cp_error *err);
+cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, const char *where, char **out,
+			    size_t *outlen, bool *changed, cp_error *err);
 
 #endif

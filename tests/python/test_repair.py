@@ -1102,3 +1102,66 @@ def test_a_signed_wheel_that_needs_nothing_is_copied_signature_and_all(tmp_path)
     proc = repair(wheel, tmp_path / "out", "fallback")
     assert "needs nothing" in proc.stdout
     assert digest(wheel) == digest(str(tmp_path / "out" / os.path.basename(wheel)))
+
+
+# Requires-Dist lines of ours, judged by packaging (pip's own parser of
+# PEP 508) against cypatch's: each one packaging refuses, --relax-requires
+# must refuse in one line naming it (issue 40 case 6: an extra ';' in the
+# marker was rewritten into another malformed line); each it accepts must
+# come out as one packaging reads with the same name, extras and marker.
+REQUIREMENTS = [
+    "cuda-python>=12.6.2,<13",
+    "cuda-python (>=12.6.2, <13) ; python_version >= \"3.9\"",
+    "cuda-python[all]>=12.6.2; platform_machine == 'x86_64' and (python_version < '3.13' or os_name == \"posix\")",
+    "cuda_python ~= 12.5 ; extra == 'cu12'",
+    "cuda-python;python_version>'3'",
+    "cuda-python ; 'linux' in sys_platform",
+    "cuda-python>=12.6 ; python_version not in '3.8, 3.9'",
+    "cuda-python [ all , extra ] >=12.0",
+    "cuda-python>=12.6; ; python_version>'3'",
+    "cuda-python>=12.6 ; python_version >",
+    "cuda-python >= 12.6 ,, <13",
+    "cuda-python>=12.6 ; unknown_variable == 'x'",
+    "cuda-python (>=12.6",
+    "cuda-python>=12.6 ; (python_version > '3'",
+    "cuda-python>=12.6 ; python_version > '3' and",
+    "cuda-python 12.6",
+    "cuda-python>=12.6 extra",
+]
+
+
+@pytest.mark.parametrize("line", REQUIREMENTS)
+def test_relax_requires_reads_requirements_as_pep_508_does(line, tmp_path):
+    from packaging.requirements import InvalidRequirement, Requirement
+    try:
+        want = Requirement(line)
+    except InvalidRequirement:
+        want = None
+    ext = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
+    meta = ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: %s\n" % line).encode()
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                       {"demo/" + os.path.basename(ext): open(ext, "rb").read(), "demo-1.0.dist-info/METADATA": meta})
+    out = tmp_path / "out"
+    proc = repair(wheel, out, "legacy", "--relax-requires", check=None)
+    if want is None:
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (proc.returncode, proc.stderr)
+        assert proc.stderr.startswith("cypatch: %s: demo-1.0.dist-info/METADATA: Requires-Dist: %s: " % (wheel, line)), \
+            proc.stderr
+        assert not out.exists() or os.listdir(str(out)) == []
+        return
+    assert proc.returncode == 0, proc.stderr
+    text = zipfile.ZipFile(str(out / os.path.basename(wheel))).read("demo-1.0.dist-info/METADATA").decode()
+    got = Requirement(text.split("Requires-Dist: ", 1)[1].splitlines()[0])
+    assert (got.name, got.extras) == (want.name, want.extras)
+    assert str(got.marker) == str(want.marker) if want.marker else got.marker is None
+    assert all(s.operator == "<" for s in got.specifier), got  # legacy keeps upper bounds only
+
+
+def test_relax_requires_refuses_a_url_it_cannot_widen(tmp_path):
+    line = "cuda-python @ https://example.com/cuda_python-12.6.2-cp311-cp311-linux_x86_64.whl"
+    ext = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
+    meta = ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: %s\n" % line).encode()
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
+                       {"demo/" + os.path.basename(ext): open(ext, "rb").read(), "demo-1.0.dist-info/METADATA": meta})
+    proc = repair(wheel, tmp_path / "out", "legacy", "--relax-requires", check=2)
+    assert proc.stderr.strip().endswith("a URL, which --relax-requires cannot widen"), proc.stderr
