@@ -19,19 +19,9 @@
 #include <cmocka.h>
 
 #include "scan/scan.h"
+#include "fixture_symbols.h"
 
 static const char *fixture;
-
-static uint64_t symbol(const cp_image *img, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < img->nsym; i++)
-		if (!strcmp(img->sym[i].name, name))
-			return img->sym[i].value;
-	fail_msg("no symbol %s in %s", name, img->path);
-	return 0;
-}
 
 /* The call to target the walk of all of img's code saw. */
 static void test_the_seventh_and_eighth_arguments_are_kept(void **state)
@@ -47,7 +37,7 @@ static void test_the_seventh_and_eighth_arguments_are_kept(void **state)
 	assert_non_null(s);
 	if (cp_image_open(fixture, &img, &err))
 		fail_msg("%s", err.msg);
-	sink = symbol(img, "cp_args_sink");
+	sink = fixture_symbol(img, "cp_args_sink");
 	s->img = img;
 	s->path = strdup(img->path);
 	s->threads = 1;
@@ -60,9 +50,9 @@ static void test_the_seventh_and_eighth_arguments_are_kept(void **state)
 	assert_int_equal(use->arg[5].kind, CP_V_IMM);
 	assert_int_equal(use->arg[5].v, 6);
 	assert_int_equal(use->arg[6].kind, CP_V_ADDR);
-	assert_int_equal(use->arg[6].v, symbol(img, "cp_args_seventh"));
+	assert_int_equal(use->arg[6].v, fixture_symbol(img, "cp_args_seventh"));
 	assert_int_equal(use->arg[7].kind, CP_V_ADDR);
-	assert_int_equal(use->arg[7].v, symbol(img, "cp_args_eighth"));
+	assert_int_equal(use->arg[7].v, fixture_symbol(img, "cp_args_eighth"));
 	cp_scan_free_walk(s);
 	free(s->path);
 	free(s);

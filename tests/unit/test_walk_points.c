@@ -28,19 +28,9 @@
 #include <cmocka.h>
 
 #include "scan/scan.h"
+#include "fixture_symbols.h"
 
 static const char *fixture;
-
-static uint64_t symbol(const cp_image *img, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < img->nsym; i++)
-		if (!strcmp(img->sym[i].name, name))
-			return img->sym[i].value;
-	fail_msg("no symbol %s in %s", name, img->path);
-	return 0;
-}
 
 static cp_image *open_image(const char *path)
 {
@@ -136,15 +126,15 @@ static void test_registers_decide(void **state)
 {
 	cp_image *in = open_image(fixture);
 	cp_scan *from = walk(in);
-	uint64_t big = symbol(in, "cp_points_big"), a = symbol(in, "cp_points_a"), b = symbol(in, "cp_points_b");
+	uint64_t big = fixture_symbol(in, "cp_points_big"), a = fixture_symbol(in, "cp_points_a"), b = fixture_symbol(in, "cp_points_b");
 	uint64_t lea_disp = big + 1 + 3, lea_next = big + 1 + 7; /* push rbx; lea rbx, [rip + disp32] */
 	char copy[64];
 	int fd;
 
 	(void)state;
 	/* the walk recorded points after the lea, rbx holding a's address */
-	assert_non_null(first_point_in(from, big, symbol(in, "cp_points_f")));
-	assert_true(first_point_in(from, big, symbol(in, "cp_points_f"))->addr > lea_next);
+	assert_non_null(first_point_in(from, big, fixture_symbol(in, "cp_points_f")));
+	assert_true(first_point_in(from, big, fixture_symbol(in, "cp_points_f"))->addr > lea_next);
 	snprintf(copy, sizeof(copy), "/tmp/test_walk_points.XXXXXX");
 	fd = mkstemp(copy);
 	assert_true(fd >= 0);
@@ -168,7 +158,7 @@ static void test_points_where_runs_begin(void **state)
 {
 	cp_image *in = open_image(fixture);
 	cp_scan *one = walk_on(in, 1), *two = walk_on(in, 2);
-	uint64_t edge = symbol(in, "cp_points_edge"), g = symbol(in, "cp_points_g");
+	uint64_t edge = fixture_symbol(in, "cp_points_edge"), g = fixture_symbol(in, "cp_points_g");
 	size_t i;
 
 	(void)state;
