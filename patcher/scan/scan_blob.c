@@ -1132,13 +1132,28 @@ static bool slot_store(const cp_scan *s, const struct cp_frame *f, int64_t off, 
 	return true;
 }
 
+/* Where the array whose first entry store a made ends its life: the next
+ * store to that entry's frame offset (the frame reused for something
+ * else), or before. */
+static uint64_t array_until(const struct cp_frame *f, const struct cp_frame_astore *a, uint64_t before)
+{
+	size_t i;
+
+	for (i = 0; i < f->nastores; i++)
+		if (f->astores[i].off == a->off && f->astores[i].insn > a->insn && f->astores[i].insn < before)
+			before = f->astores[i].insn;
+	return before;
+}
+
 /*
  * Where a tied constant's names bind, when no symbol says (a stripped
  * module): Cython 3.2+ passes `{&slot_0, ..., &slot_n-1, NULL}`, a local
  * array it builds right after the import, in the order of the names. The
  * slots are the one run of n consecutive 8-byte frame stores of writable
- * addresses made between this import and the next one; none when there is
- * not exactly one such run.
+ * addresses made between this import and the next one, each entry the
+ * last stored before the frame's first entry is stored to again (GCC
+ * reuses the frame: cuda-core 1.2.2's cp314 _memory_pool writes function
+ * addresses over it later); none when there is not exactly one such run.
  */
 static cp_status pointer_slots(cp_scan *s, const struct cp_import_block *blk, size_t n, uint64_t *slots,
 			       bool *found, cp_error *err)
@@ -1164,12 +1179,16 @@ static cp_status pointer_slots(cp_scan *s, const struct cp_import_block *blk, si
 	}
 	for (i = 0; i < f.nastores; i++) {
 		const struct cp_frame_astore *a = &f.astores[i];
+		uint64_t until;
 		size_t m = 0;
 
-		/* the first of a run: nothing slot-like stored right before it */
-		if (a->insn <= blk->call || a->insn >= next || slot_store(s, &f, a->off - 8, blk->call, next, NULL))
+		if (a->insn <= blk->call || a->insn >= next)
 			continue;
-		for (k = 0; k <= n && slot_store(s, &f, a->off + 8 * (int64_t)k, blk->call, next, &run[m]); k++)
+		until = array_until(&f, a, next);
+		/* the first of a run: nothing slot-like stored right before it */
+		if (slot_store(s, &f, a->off - 8, blk->call, until, NULL))
+			continue;
+		for (k = 0; k <= n && slot_store(s, &f, a->off + 8 * (int64_t)k, blk->call, until, &run[m]); k++)
 			m++;
 		if (m != n)
 			continue;
