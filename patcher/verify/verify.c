@@ -432,6 +432,33 @@ static cp_status machine_matches(const char *path, json_t *result, json_t *plan,
 		       path, ours, triplet, o->python, theirs, ours);
 }
 
+/* An interpreter of another CPython version (or build: 3.14 and the
+ * free-threaded 3.14t) imports no extension named for another: each plan
+ * file named ".cpython-..." must end in the suffix the interpreter says
+ * (EXT_SUFFIX); ".abi3.so" and other names are its import's to judge. */
+static cp_status version_matches(const char *path, json_t *result, json_t *plan, const struct cp_verify_opts *o,
+				 cp_error *err)
+{
+	const char *theirs = json_string_value(json_object_get(result, "ext_suffix"));
+	json_t *e;
+	size_t i;
+
+	if (!theirs)
+		return CP_OK;
+	json_array_foreach(json_object_get(plan, "extensions"), i, e) {
+		const char *file = json_string_value(json_object_get(e, "file")), *base = strrchr(file, '/');
+		const char *dot = strstr(base ? base : file, ".cpython-");
+		size_t n = strlen(theirs);
+
+		if (!dot || (strlen(dot) == n && !strcmp(dot, theirs)))
+			continue;
+		return cp_fail(err, CP_E_INPUT, "%s: %s is built for another CPython (%s), and %s imports %s: give --python "
+			       "the interpreter it was built for", path, json_string_value(json_object_get(e, "module")),
+			       dot, o->python, theirs);
+	}
+	return CP_OK;
+}
+
 /* With --gpu, the calls made: 0 when the extension's providers offer none
  * of the probe's (verify_child.py), and the proof then holds no GPU call. */
 static size_t gpu_calls(json_t *result)
@@ -488,6 +515,8 @@ cp_status cp_verify(const char *path, const cp_rules *rules, const struct cp_ver
 		st = read_answer(path, dir, o, status, timed_out, result, err);
 	if (!st)
 		st = machine_matches(path, *result, plan, o, err);
+	if (!st)
+		st = version_matches(path, *result, plan, o, err);
 	if (!st)
 		*ok = conclude(*result, plan, o);
 	/* a pass whose GPU part called nothing proves nothing of the GPU */
