@@ -307,6 +307,43 @@ def write_lines(path, lines):
     os.replace(path + ".tmp", path)
 
 
+# CPython 3.14: the cp314 and free-threaded cp314t wheels of cuda-bindings
+# 13.x and cuda-core (read by show and check in both builds; imported under
+# scripts/cpython314's 3.14, for Debian has no 3.14t), and a 3.14 site of
+# cuda-bindings with what cuda.core imports (tests/python/test_cpython314.py)
+CP314_WHEELS = [("cuda-bindings", "13.0.3"), ("cuda-core", "1.2.2")]
+CP314_ABIS = ("cp314", "cp314t")
+CP314_SITE = [("cuda-bindings", "13.0.3"), ("numpy", "2.3.5")]
+
+
+def ensure_cp314(cache):
+    """CP314_WHEELS for each of CP314_ABIS into cp314/wheels, downloaded
+    once, and cp314/site: CP314_SITE's cp314 wheels and cuda-pathfinder."""
+    top = os.path.join(cache, "cp314")
+    wheels_dir = os.path.join(top, "wheels")
+    os.makedirs(wheels_dir, exist_ok=True)
+    platforms = [a for p in PROVIDER_PLATFORMS + ("manylinux_2_27_x86_64",) for a in ("--platform", p)]
+
+    def get(name, version, abi):
+        tag = "%s-%s-cp314-%s-" % (name.replace("-", "_"), version, abi)
+        found = [w for w in os.listdir(wheels_dir) if w.startswith(tag) and w.endswith(".whl")]
+        if not found:
+            log("downloading %s %s (%s manylinux x86_64) from PyPI" % (name, version, abi))
+            pip("download", "--no-deps", "--only-binary=:all:", "--python-version", "3.14", "--implementation", "cp",
+                "--abi", abi, *platforms, "-d", wheels_dir, "%s==%s" % (name, version))
+            found = [w for w in os.listdir(wheels_dir) if w.startswith(tag) and w.endswith(".whl")]
+        if len(found) != 1:
+            raise SystemExit("corpus: expected one %s wheel of %s %s, found %r" % (abi, name, version, found))
+        return os.path.join(wheels_dir, found[0])
+
+    out = {"wheels": {name: {abi: get(name, version, abi) for abi in CP314_ABIS} for name, version in CP314_WHEELS},
+           "site": os.path.join(top, "site")}
+    for name, version in CP314_SITE:
+        ensure_wheel(cache, name, version, tree=out["site"], wheel=get(name, version, "cp314"))
+    ensure_wheel(cache, *PROVIDER_DEPS[0], tree=out["site"])
+    return out
+
+
 FOREIGN = {  # bad-input samples: a real non-Cython extension per machine
     "x86_64": "manylinux_2_17_x86_64",
     "aarch64": "manylinux_2_17_aarch64",
@@ -721,6 +758,7 @@ def main(argv):
     for name, version in CUDA_BINDINGS_129:
         ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
+    cp314 = ensure_cp314(cache)
     provider_releases = ensure_provider_releases(cache)
     real_wheels = {name: download_wheel(cache, name, version) for name, version in REAL_WHEELS}
     real_corpus = [{"name": name, "version": version, "built": built,
@@ -742,7 +780,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "real_wheels": real_wheels, "real_corpus": real_corpus, "newest_bindings": newest, "provider_releases": provider_releases, "foreign": foreign, "unmapped": unmapped, "entries": entries})
+        "real_wheels": real_wheels, "real_corpus": real_corpus, "cp314": cp314, "newest_bindings": newest, "provider_releases": provider_releases, "foreign": foreign, "unmapped": unmapped, "entries": entries})
 
 
 if __name__ == "__main__":
