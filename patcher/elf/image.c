@@ -28,7 +28,8 @@ cp_status cp_image_intact(const cp_image *img, cp_error *err)
 
 cp_status cp_image_settle(const cp_image *img, cp_status st, cp_error *err)
 {
-	if (!img || !cp_image_intact(img, NULL)) /* none opened: nothing read to doubt */
+	/* none opened: nothing was read to doubt */
+	if (!img || cp_image_intact(img, NULL) == CP_OK)
 		return st;
 	return cp_image_intact(img, err);
 }

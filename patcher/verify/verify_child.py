@@ -140,8 +140,8 @@ def parallel_trees(modules):
 # the interpreter's own machine (its GNU triplet, as its extensions' suffix
 # names it), not the kernel's (platform.machine())
 multiarch = sysconfig.get_config_var("MULTIARCH") or getattr(sys.implementation, "_multiarch", None)
-# the file suffix its extensions must have (".cpython-314t-x86_64-linux-gnu.so"),
-# and its version for the stable ABI's ".abi3.so"
+# the file suffix its version-tagged extensions must have
+# (".cpython-314t-x86_64-linux-gnu.so"): verify.c refuses the others
 result = {"python": sys.version.split()[0], "executable": sys.executable, "multiarch": multiarch,
           "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"), "extensions": []}
 bound_all = {}
