@@ -475,6 +475,19 @@ static bool names_module(const cp_scan *s, const struct cp_blob *b)
 	return false;
 }
 
+/* Whether a bytes entry has the shape of an import-signature constant,
+ * which Cython writes for the functions of every module cimported: a
+ * module that only cimports may hold nothing else that names it. */
+static bool holds_sigconst(const struct cp_blob *b)
+{
+	size_t k;
+
+	for (k = b->nstr; k < b->nentries; k++)
+		if (sig_shaped(b->data + b->entry[k].offset, b->entry[k].length))
+			return true;
+	return false;
+}
+
 /* The entries of a fit's length arrays, laid out from *pos on: each
  * cell's length, and where the cell is (a .rodata word, or the
  * instruction that stored it in the frame). false when a cell is unknown or
@@ -554,7 +567,8 @@ static bool split_str(const cp_scan *s, const struct cp_frame *f, const struct f
  * false when the fit does not hold (sum, decoding, UTF-8 of str entries).
  * *named tells whether its str constants hold the module's name: a fit on
  * a decoded stream (whose decoded length the lengths add up to) holds
- * without it, one on a plain literal that merely ends in a NUL does not. */
+ * without it, one on a plain literal that merely ends in a NUL holds only
+ * with it or with an import-signature constant among its bytes entries. */
 static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fit *fit,
 		     struct cp_blob *b, bool *named)
 {
@@ -582,7 +596,7 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 	if (!split_str(s, f, fit, b))
 		goto bad;
 	*named = names_module(s, b);
-	if (!*named && fit->blob.algo == CP_BLOB_NONE)
+	if (!*named && fit->blob.algo == CP_BLOB_NONE && !holds_sigconst(b))
 		goto bad;
 	b->algo = fit->blob.algo;
 	b->vaddr = fit->blob.va;
