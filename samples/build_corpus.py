@@ -89,6 +89,10 @@ REAL_CORPUS = [
     # cuda-bindings of the matrix, so it can replace theirs)
     (("nvmath-python", "0.6.0"), "bindings", [("cuda-core", "0.3.2"), ("cuda-pathfinder", "1.9.1")]),
 ]
+# The newest field wheels that are read but not imported (importing them
+# needs their C++ libraries, libcuvs-cu12 alone hundreds of MB): Cython 3.3.0,
+# limited API, LZSS blobs; tests/python/test_real_wheels.py.
+READ_ONLY_WHEELS = [("cuvs-cu12", "26.10.0")]
 # The newest releases of each line, for the real-wheel corpus's matrix.
 NEWEST_BINDINGS = {"12.9": [("cuda-bindings", "12.9.10"), ("cuda-pathfinder", "1.9.1")],
                    "13": [("cuda-bindings", "13.5.0"), ("cuda-pathfinder", "1.9.1")]}
@@ -765,6 +769,7 @@ def main(argv):
                     "wheel": download_wheel(cache, name, version),
                     "deps": [download_wheel(cache, n, v) for n, v in deps]}
                    for (name, version), built, deps in REAL_CORPUS]
+    read_only = [download_wheel(cache, name, version) for name, version in READ_ONLY_WHEELS]
     newest = {line: ["%s==%s" % w for w in wheels] for line, wheels in NEWEST_BINDINGS.items()
               if all(download_wheel(cache, n, v) for n, v in wheels)}
     # a Cython extension that references nothing the rules map (bad input for a retarget)
@@ -780,7 +785,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "real_wheels": real_wheels, "real_corpus": real_corpus, "cp314": cp314, "newest_bindings": newest, "provider_releases": provider_releases, "foreign": foreign, "unmapped": unmapped, "entries": entries})
+        "real_wheels": real_wheels, "real_corpus": real_corpus, "read_only_wheels": read_only, "cp314": cp314, "newest_bindings": newest, "provider_releases": provider_releases, "foreign": foreign, "unmapped": unmapped, "entries": entries})
 
 
 if __name__ == "__main__":

@@ -126,13 +126,15 @@ static struct aval reg_read(struct eval *e, ZydisRegister r, unsigned size)
 	int i = cp_zreg64(r);
 	struct aval a;
 
-	if (i < 0 || is_high8(r))
+	if (i < 0)
 		return unknown;
 	a = e->reg[i];
 	if (size == 8)
 		return a;
 	if (a.kind != K_BITS)
 		return unknown;
+	if (is_high8(r)) /* bits 8 to 15: `or ah, 0x1` sets bit 8 of a 9-bit field */
+		return bits((a.v >> 8) & 0xff, (a.known >> 8) & 0xff);
 	{
 		struct aval r = bits(a.v & size_mask(size), a.known & size_mask(size));
 
@@ -151,8 +153,15 @@ static void reg_write(struct eval *e, ZydisRegister r, unsigned size, struct ava
 		return;
 	d = &e->reg[i];
 	if (is_high8(r)) {
-		d->kind = K_BITS;
-		d->known &= ~0xff00ull;
+		if (a.kind != K_BITS)
+			a = unknown;
+		if (d->kind != K_BITS)
+			*d = unknown;
+		d->v = (d->v & ~0xff00ull) | ((a.v & 0xff) << 8);
+		d->known = (d->known & ~0xff00ull) | ((a.known & 0xff) << 8);
+		d->v &= d->known;
+		d->imm = 0;
+		d->origin = e->in ? e->in->addr : 0;
 		return;
 	}
 	a.origin = e->in ? e->in->addr : 0;
