@@ -531,43 +531,68 @@ static cp_status total_sites(struct planner *pl, const struct cp_blob *b, const 
 	return st;
 }
 
-static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
-			      uint64_t newstored)
+/* The sites that carry a blob's lengths to its decoder, with their new
+ * values; an error where the decoder's use of a length cannot be found,
+ * which is also what a decoder that disagrees with its blob shows. */
+static cp_status decoder_sites(struct planner *pl, const struct cp_blob *b, uint64_t newlen, uint64_t newstored,
+			       struct len_sites *ls)
 {
-	struct len_sites ls;
 	struct totals t;
 	bool hit = false;
 	cp_status st;
 	int i;
 
-	if (b->algo == CP_BLOB_NONE)
-		return CP_OK;
-	memset(&ls, 0, sizeof(ls));
+	memset(ls, 0, sizeof(*ls));
 	make_totals(b, newlen, newstored, &t);
-	st = total_sites(pl, b, &t, &ls, &hit);
+	st = total_sites(pl, b, &t, ls, &hit);
 	if (st)
 		return st;
-	if (!hit || ls.full)
+	if (!hit || ls->full)
 		return cp_fail(pl->err, CP_E_INPUT, "%s: the blob's %s length %llu reaches %s from no immediate "
 			       "cypatch can follow", pl->img->path, b->algo == CP_BLOB_LZSS ? "decoded" : "stored",
 			       (unsigned long long)t.sk.oldv, t.sk.name);
 	/* LZSS: the input consumed is checked too, or a changed blob would fail
 	 * to decode ("LZSS string data decompression failed") */
 	if (b->algo == CP_BLOB_LZSS) {
-		for (i = 0; i < ls.n && ls.v[i].oldv != b->stored_length; i++)
+		for (i = 0; i < ls->n && ls->v[i].oldv != b->stored_length; i++)
 			;
-		if (i == ls.n)
+		if (i == ls->n)
 			return cp_fail(pl->err, CP_E_INPUT, "%s: the LZSS decoder's check of the input consumed "
 				       "(%llu bytes) was not found", pl->img->path,
 				       (unsigned long long)b->stored_length);
 	}
-	for (i = 0; i < ls.n; i++) {
+	return CP_OK;
+}
+
+static cp_status patch_totals(struct planner *pl, const struct cp_blob *b, uint64_t newlen,
+			      uint64_t newstored)
+{
+	struct len_sites ls;
+	cp_status st;
+	int i;
+
+	if (b->algo == CP_BLOB_NONE)
+		return CP_OK;
+	st = decoder_sites(pl, b, newlen, newstored, &ls);
+	for (i = 0; !st && i < ls.n; i++)
 		st = patch_imm(pl, ls.v[i].insn, 0xffffffffull, ls.v[i].oldv, ls.v[i].newv,
 			       "blob length checked by its decoder");
-		if (st)
-			return st;
+	return st;
+}
+
+cp_status cp_plan_blob_check_decoders(struct planner *pl)
+{
+	struct len_sites ls;
+	cp_status st = CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < pl->scan->nblobs; i++) {
+		const struct cp_blob *b = &pl->scan->blobs[i];
+
+		if (b->algo != CP_BLOB_NONE)
+			st = decoder_sites(pl, b, b->length, b->stored_length, &ls);
 	}
-	return CP_OK;
+	return st;
 }
 
 /*

@@ -568,7 +568,9 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;
-	st = find_sites(&f);
+	st = cp_plan_blob_check_decoders(&pl);
+	if (!st)
+		st = find_sites(&f);
 	if (!st)
 		st = plan_stubs(&f);
 	plan->nchanged = f.nsites;

@@ -115,6 +115,10 @@ cp_status cp_plan_blob_ref(struct planner *pl, const struct cp_ref *r);
 cp_status cp_plan_blob_from_import(struct planner *pl, const struct cp_ref *r, const char *parent,
 				   const char *leaf);
 cp_status cp_plan_blob_end(struct planner *pl);
+/* Whether each blob's decoder takes the lengths the scan found (as a
+ * retarget that rewrites the blob requires): fallback rewrites none, and
+ * a decoder that disagrees with its blob fails at import. */
+cp_status cp_plan_blob_check_decoders(struct planner *pl);
 /* Frees the blob plans (cp_plan_blob_end does; error paths call it). */
 void cp_plan_blob_free(struct planner *pl);
 

@@ -10,10 +10,12 @@ real (MarkupSafe's wheels for aarch64, i686 and x86-64, the system's libz);
 the fuzzers' crash reproducers live in tests/bad_input/fuzz/."""
 import glob
 import hashlib
+import json
 import os
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -349,6 +351,57 @@ def test_truncated_while_read(tmp_path, command):
 
 
 # --- huge counts --------------------------------------------------------------
+
+def lzss_length_site(opcode, value):
+    """The file offset of the imm32 of the one instruction in .text that is
+    `opcode` followed by the little-endian value: where the sample's LZSS
+    decoder holds one of its blob's lengths."""
+    text = ELF.sec[ELF.index(".text")]
+    start, end = text[4], text[4] + text[5]
+    pattern = opcode + struct.pack("<I", value)
+    found = [i for i in range(start, end - len(pattern)) if ELF.data[i:i + len(pattern)] == pattern]
+    assert len(found) == 1, (opcode, value, found)
+    return found[0] + len(opcode)
+
+
+def lzss_blob():
+    blob = json.loads(cypatch("show", "--json", SAMPLE, check=0).stdout)["blobs"][0]
+    assert blob["algorithm"] == "lzss"
+    return blob
+
+
+# A lying header of the sample's LZSS blob (Cython 3.3.1 -O2): the decoded
+# length one more or one less, both where it sizes the output (`mov esi, LEN`
+# before PyBytes_FromStringAndSize: be + imm32) and where the decode loop
+# stops (`cmp rdx, LEN - 1`: 48 81 fa + imm32); or the input consumed that
+# the decoder compares one less (`cmp rcx, STORED`: 48 81 f9 + imm32).
+ALLOC, LOOP, CONSUMED = b"\xbe", b"\x48\x81\xfa", b"\x48\x81\xf9"
+LYING_LZSS = [("decoded-plus-one", 1, [(ALLOC, 0), (LOOP, -1)], "reaches PyBytes_FromStringAndSize from no immediate"),
+              ("decoded-minus-one", -1, [(ALLOC, 0), (LOOP, -1)], "reaches PyBytes_FromStringAndSize from no immediate"),
+              ("stored-minus-one", -1, [(CONSUMED, "stored")], "check of the input consumed")]
+
+
+@pytest.mark.parametrize("name,delta,sites,message", LYING_LZSS, ids=[c[0] for c in LYING_LZSS])
+def test_an_lzss_blob_whose_header_lies(tmp_path, name, delta, sites, message):
+    """The module fails at import (the decompression fails), so every mode
+    refuses it: fallback, which rewrites no blob, exited 0 with an output
+    that failed the same way (issue 40 case 1)."""
+    blob = lzss_blob()
+    changes = []
+    for opcode, rel in sites:
+        value = blob["stored_length"] if rel == "stored" else blob["decoded_length"] + rel
+        changes.append((lzss_length_site(opcode, value), "<I", value + delta))
+    path = write(tmp_path, os.path.basename(SAMPLE), ELF.with_changes(*changes))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(path), MANIFEST["providers"]["bindings"]]))
+    imp = subprocess.run([sys.executable, "-c", "import cimports"], capture_output=True, text=True, env=env)
+    assert imp.returncode and "LZSS string data decompression failed" in imp.stderr, imp.stderr
+    out, before = tmp_path / "out", digest(path)
+    out.mkdir()
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("--target-layout", mode, "-o", str(out / "x.so"), path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, (mode, proc.stderr)
+    assert listing(str(out)) == [] and digest(path) == before
+
 
 HUGE = [
     ("e_phnum", (0x38, "<H", 0xffff), "bad program header table (e_phnum 65535, e_phentsize 56)"),
