@@ -150,6 +150,40 @@ bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, s
 	return true;
 }
 
+/* The branch on a compare's flags: the first branch of the few
+ * instructions after it (clang for aarch64 schedules a store between; a
+ * compiler puts nothing there that sets the flags, or the compare would be
+ * dead). */
+static bool branch_after(cp_dis *d, const cp_image *img, uint64_t addr, struct cp_insn_facts *f)
+{
+	unsigned k, len;
+
+	for (k = 0; k < 4; k++) {
+		if (!cp_dis_at(d, img, addr) || !(len = cp_insn_size(d)))
+			return false;
+		cp_insn_flow(d, f);
+		if (f->flow != CP_FLOW_NEXT || cp_insn_is_cmp_reg_imm(d))
+			return f->flow == CP_FLOW_COND;
+		addr += len;
+	}
+	return false;
+}
+
+bool cp_dis_loop_count(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *imm, uint64_t *count)
+{
+	struct cp_insn_facts f;
+	uint8_t off, size;
+	int64_t v;
+	unsigned len;
+
+	if (!cp_dis_is_cmp_reg_imm(d, img, addr) || !cp_insn_immediate(d, &off, &size, &v) || v < 0 ||
+	    !(len = cp_insn_size(d)) || !branch_after(d, img, addr + len, &f) || f.cond == CP_COND_OTHER)
+		return false;
+	*imm = (uint64_t)v;
+	*count = (uint64_t)v + (f.cond == CP_COND_LE || f.cond == CP_COND_GT);
+	return true;
+}
+
 bool cp_dis_calls_nothing(cp_dis *d, const cp_image *img, uint64_t addr)
 {
 	return d->arch->calls_nothing(d, img, addr);

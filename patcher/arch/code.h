@@ -110,7 +110,10 @@ enum cp_flow {
 };
 
 /* What a conditional branch tests, where the analyses care. */
-enum cp_cond { CP_COND_OTHER, CP_COND_EQ, CP_COND_NE };
+/* What a conditional branch after a compare of a and b branches on, signed
+ * and unsigned alike (a loop's count reads them the same): a == b, a != b,
+ * a < b, a >= b, a <= b, a > b. */
+enum cp_cond { CP_COND_OTHER, CP_COND_EQ, CP_COND_NE, CP_COND_LT, CP_COND_GE, CP_COND_LE, CP_COND_GT };
 
 /* What an instruction does to the stack frame below the stack pointer. */
 struct cp_stack_facts {
@@ -179,8 +182,8 @@ bool cp_insn_pcrel(const cp_dis *d, uint8_t *disp_off, uint8_t *size, uint64_t *
 bool cp_insn_reaches(const cp_dis *d, uint64_t *target);
 /* Where its immediate field sits, its size in bytes and its value. */
 bool cp_insn_immediate(const cp_dis *d, uint8_t *imm_off, uint8_t *imm_size, int64_t *value);
-/* Whether it compares a register other than the stack and frame pointers
- * with an immediate. */
+/* Whether it compares a register other than the stack pointer (and
+ * aarch64's frame pointer) with an immediate. */
 bool cp_insn_is_cmp_reg_imm(const cp_dis *d);
 /* The size in bytes of its first operand (what an immediate is extended
  * to), 0 when it has none. */
@@ -213,6 +216,13 @@ bool cp_dis_displacement(cp_dis *d, const cp_image *img, uint64_t addr, uint8_t 
 /* 0 when it does not decode */
 unsigned cp_dis_size(cp_dis *d, const cp_image *img, uint64_t addr);
 bool cp_dis_describe(cp_dis *d, const cp_image *img, uint64_t addr, char *buf, size_t n);
+
+/* A loop bound: the instruction at addr compares a register with an
+ * immediate (*imm) and the next one branches on it; *count is how many
+ * times a counter from 0 passes: the immediate for ==, !=, <, >= (i != n,
+ * i < n, leave at i >= n), one more for <=, > (i <= n - 1 at -O0, leave at
+ * i > n - 1). */
+bool cp_dis_loop_count(cp_dis *d, const cp_image *img, uint64_t addr, uint64_t *imm, uint64_t *count);
 
 /* Whether the function at addr (a start) calls nothing that returns: a
  * leaf (PyBytes_AS_STRING left out of line at -Os), or a stub that only

@@ -531,6 +531,25 @@ static cp_status total_sites(struct planner *pl, const struct cp_blob *b, const 
 	return st;
 }
 
+/* An LZSS decode loop's compare of the output position (cmp rdx, LEN - 1;
+ * jbe: i <= LEN - 1) must stop it where the blob ends, or the decoder
+ * writes past its output or short of it and the import fails. */
+static cp_status loop_stops_at_end(struct planner *pl, const struct cp_blob *b, const struct len_sites *ls)
+{
+	uint64_t imm, count;
+	int i;
+
+	for (i = 0; i < ls->n; i++) {
+		if ((ls->v[i].oldv != b->length && ls->v[i].oldv != b->length - 1) ||
+		    !cp_dis_loop_count(&pl->dis, pl->img, ls->v[i].insn, &imm, &count) || count == b->length)
+			continue;
+		return cp_fail(pl->err, CP_E_INPUT, "%s: the LZSS decoder's loop at %#llx stops after %llu bytes, and "
+			       "its blob decodes to %llu", pl->img->path, (unsigned long long)ls->v[i].insn,
+			       (unsigned long long)count, (unsigned long long)b->length);
+	}
+	return CP_OK;
+}
+
 /* The sites that carry a blob's lengths to its decoder, with their new
  * values; an error where the decoder's use of a length cannot be found,
  * which is also what a decoder that disagrees with its blob shows. */
@@ -560,6 +579,7 @@ static cp_status decoder_sites(struct planner *pl, const struct cp_blob *b, uint
 			return cp_fail(pl->err, CP_E_INPUT, "%s: the LZSS decoder's check of the input consumed "
 				       "(%llu bytes) was not found", pl->img->path,
 				       (unsigned long long)b->stored_length);
+		return loop_stops_at_end(pl, b, ls);
 	}
 	return CP_OK;
 }

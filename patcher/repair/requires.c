@@ -5,7 +5,6 @@
 #include "repair/pep508.h"
 #include "util/error.h"
 
-#include <assert.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +123,11 @@ cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, co
 			memcpy(o + w, p, (size_t)(v - p));
 			w += (size_t)(v - p);
 			made = rewrite(v, vlen, &r, layout, python, o + w);
-			assert(cp_pep508_parse(o + w, made, &r)); /* what pip reads back */
+			if (!cp_pep508_parse(o + w, made, &r)) { /* what pip reads back */
+				free(o);
+				return cp_fail(err, CP_E_INTERNAL, "%s: Requires-Dist: %.*s: the widened line is not "
+					       "PEP 508", where, (int)(vlen < 200 ? vlen : 200), v);
+			}
 			w += made;
 			if (stop[-1] == '\r')
 				o[w++] = '\r';

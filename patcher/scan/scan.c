@@ -9,6 +9,7 @@
 #include "scan/scan.h"
 #include "cython/cython.h"
 #include "util/error.h"
+#include "util/names.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,6 +126,43 @@ static cp_status unreached_literals(cp_scan *s, cp_error *err)
 			 "(code it cannot follow, such as gcc -mcmodel=large)",
 			 (const char *)s->img->data + str->off, str->section, (unsigned long long)str->va,
 			 str->module);
+		return cp_scan_note(s, err, "%s", s->incomplete);
+	}
+	return CP_OK;
+}
+
+/* Whether text can be what Cython passes PyImport_ImportModule: a dotted
+ * name (non-ASCII bytes are not judged). */
+static bool module_name_ok(const char *text)
+{
+	size_t i, n = strlen(text);
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)text[i] >= 0x80)
+			return true;
+	return cp_is_dotted_name(text, n);
+}
+
+/*
+ * Cython calls PyImport_ImportModule with a literal module name (a cimport,
+ * a type's module). A call whose name the walk knows and that names no
+ * module (an empty string, bytes of code: an ADD that writes another
+ * register than its ADRP's leaves the page address) fails at import, and
+ * the module's imports are then not what its strings say: nothing written
+ * from it can work.
+ */
+static cp_status unnamed_imports(cp_scan *s, cp_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < s->nblocks && !s->incomplete[0]; i++) {
+		const char *m = s->blocks[i].module;
+
+		if (!m || module_name_ok(m))
+			continue;
+		snprintf(s->incomplete, sizeof(s->incomplete), "the import at %#llx (PyImport_ImportModule) names "
+			 "\"%.40s\", which is no module name: the module fails at import",
+			 (unsigned long long)s->blocks[i].call, m);
 		return cp_scan_note(s, err, "%s", s->incomplete);
 	}
 	return CP_OK;
@@ -255,6 +293,8 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 	if (!st)
 		st = skip && skip->code ? cp_scan_code_from(s, skip->code, skip->code_img, skip->full_check, err)
 					: cp_scan_code(s, err);
+	if (!st)
+		st = unnamed_imports(s, err);
 	if (!st)
 		cp_scan_frames_guess(s);
 	if (!st)

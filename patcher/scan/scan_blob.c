@@ -730,32 +730,95 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
 	return best_score > 0;
 }
 
+/*
+ * Cython 3.3 decodes its str constants in a loop over their own length
+ * array, so where the decoder's loops are known, the blob's str count is
+ * one of their counts. A count no loop runs (the bound one more or one
+ * less than the array: a count that lies) decodes other strings than the
+ * blob holds, and the module does not import as its blob says.
+ */
+static bool str_loop_runs(cp_scan *s, const struct cp_blob *b, const uint64_t *bounds, size_t nbounds)
+{
+	size_t i;
+
+	if (!cp_cython_at_least(s, 3, 3) || !nbounds)
+		return true;
+	for (i = 0; i < nbounds; i++)
+		if (bounds[i] == b->nstr)
+			return true;
+	if (!s->incomplete[0])
+		snprintf(s->incomplete, sizeof(s->incomplete), "the string blob at %#llx holds %zu str constants, and "
+			 "no loop of its decoder runs %zu times: a count that lies, so the module does not import as "
+			 "its blob says", (unsigned long long)b->vaddr, b->nstr, b->nstr);
+	return false;
+}
+
+/* The counts of the function's loops whose bound is an immediate. */
+static cp_status loop_counts(const cp_scan *s, uint64_t start, uint64_t end, uint64_t *out, size_t max,
+			     size_t *n, cp_error *err)
+{
+	cp_dis d = { NULL, NULL };
+	uint64_t a, imm, count;
+	unsigned len;
+	cp_status st = cp_dis_open(&d, s->img, err);
+
+	*n = 0;
+	for (a = start; !st && a < end && *n < max; a += len ? len : 1) {
+		len = cp_dis_size(&d, s->img, a);
+		if (cp_dis_loop_count(&d, s->img, a, &imm, &count))
+			out[(*n)++] = count;
+	}
+	cp_dis_close(&d);
+	return st;
+}
+
+static void free_blob(struct cp_blob *b)
+{
+	free(b->data);
+	free(b->entry);
+}
+
+/* Keeps b, decoded by the function at start. */
+static cp_status add_blob(cp_scan *s, struct cp_blob *b, uint64_t start, cp_error *err)
+{
+	const struct cp_section *sec = cp_image_section_at(s->img, b->vaddr);
+
+	b->func = start;
+	b->section = sec ? sec->name : "?";
+	b->offset = sec ? sec->offset + (b->vaddr - sec->addr) : 0;
+	if (CP_GROW(s->blobs, s->capblobs, s->nblobs + 1)) {
+		free_blob(b);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	}
+	s->blobs[s->nblobs++] = *b;
+	return CP_OK;
+}
+
 static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, cp_error *err)
 {
+	uint64_t bounds[256];
+	size_t nbounds = 0;
 	struct cp_frame f;
 	struct cands cs = { NULL, 0, 0 };
 	struct stream *st = NULL;
 	size_t nst = 0;
 	struct cp_blob b;
-	const struct cp_section *sec;
 	cp_status rc = cp_scan_frame(s, start, end, &f, err);
 
 	if (rc)
 		return rc;
+	rc = loop_counts(s, start, end, bounds, sizeof(bounds) / sizeof(bounds[0]), &nbounds, err);
+	if (rc) {
+		cp_frame_free(&f);
+		return rc;
+	}
 	if (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &nst)) {
 		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	} else if (search(s, &f, &cs, st, nst, &b)) {
-		b.func = start;
-		sec = cp_image_section_at(s->img, b.vaddr);
-		b.section = sec ? sec->name : "?";
-		b.offset = sec ? sec->offset + (b.vaddr - sec->addr) : 0;
-		if (CP_GROW(s->blobs, s->capblobs, s->nblobs + 1)) {
-			free(b.data);
-			free(b.entry);
-			rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-		} else {
-			s->blobs[s->nblobs++] = b;
-		}
+		if (str_loop_runs(s, &b, bounds, nbounds))
+			rc = add_blob(s, &b, start, err);
+		else
+			free_blob(&b);
 	}
 	free(cs.v);
 	free(st);
@@ -786,6 +849,8 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
 		if (st)
 			return st;
 	}
+	if (!s->nblobs && s->incomplete[0]) /* a blob found and refused (str_loop_runs) */
+		return cp_scan_note(s, err, "%s", s->incomplete);
 	if (!s->nblobs) {
 		snprintf(s->incomplete, sizeof(s->incomplete), "Cython %s module whose string blob was not "
 			 "recovered; the names inside it cannot be seen", s->cython);

@@ -20,7 +20,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILDS, CYPATCH, ENTRIES, MANIFEST, ROOT, SANITIZED, build_env, cypatch
+from conftest import BUILDS, CORPUS, CYPATCH, ENTRIES, MANIFEST, ROOT, SANITIZED, build_env, cypatch
 
 SAMPLE = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
 FUZZ_REPRODUCERS = os.path.join(ROOT, "tests", "bad_input", "fuzz")
@@ -352,16 +352,21 @@ def test_truncated_while_read(tmp_path, command):
 
 # --- huge counts --------------------------------------------------------------
 
-def lzss_length_site(opcode, value):
-    """The file offset of the imm32 of the one instruction in .text that is
-    `opcode` followed by the little-endian value: where the sample's LZSS
-    decoder holds one of its blob's lengths."""
+def text_site(opcode, imm):
+    """The file offset of the immediate of the one instruction in the
+    sample's .text that is `opcode` followed by the immediate's bytes."""
     text = ELF.sec[ELF.index(".text")]
     start, end = text[4], text[4] + text[5]
-    pattern = opcode + struct.pack("<I", value)
+    pattern = opcode + imm
     found = [i for i in range(start, end - len(pattern)) if ELF.data[i:i + len(pattern)] == pattern]
-    assert len(found) == 1, (opcode, value, found)
+    assert len(found) == 1, (opcode, imm, found)
     return found[0] + len(opcode)
+
+
+def lzss_length_site(opcode, value):
+    """Where the sample's LZSS decoder holds one of its blob's lengths as
+    an imm32 after opcode."""
+    return text_site(opcode, struct.pack("<I", value))
 
 
 def lzss_blob():
@@ -378,7 +383,9 @@ def lzss_blob():
 ALLOC, LOOP, CONSUMED = b"\xbe", b"\x48\x81\xfa", b"\x48\x81\xf9"
 LYING_LZSS = [("decoded-plus-one", 1, [(ALLOC, 0), (LOOP, -1)], "reaches PyBytes_FromStringAndSize from no immediate"),
               ("decoded-minus-one", -1, [(ALLOC, 0), (LOOP, -1)], "reaches PyBytes_FromStringAndSize from no immediate"),
-              ("stored-minus-one", -1, [(CONSUMED, "stored")], "check of the input consumed")]
+              ("stored-minus-one", -1, [(CONSUMED, "stored")], "check of the input consumed"),
+              # the loop alone: `cmp rdx, LEN; jbe` decodes one byte more than the blob
+              ("loop-plus-one", 1, [(LOOP, -1)], "loop at 0x")]
 
 
 @pytest.mark.parametrize("name,delta,sites,message", LYING_LZSS, ids=[c[0] for c in LYING_LZSS])
@@ -395,6 +402,33 @@ def test_an_lzss_blob_whose_header_lies(tmp_path, name, delta, sites, message):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(path), MANIFEST["providers"]["bindings"]]))
     imp = subprocess.run([sys.executable, "-c", "import cimports"], capture_output=True, text=True, env=env)
     assert imp.returncode and "LZSS string data decompression failed" in imp.stderr, imp.stderr
+    out, before = tmp_path / "out", digest(path)
+    out.mkdir()
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("--target-layout", mode, "-o", str(out / "x.so"), path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, (mode, proc.stderr)
+    assert listing(str(out)) == [] and digest(path) == before
+
+
+# The sample's str decode loop (`cmp r13, NSTR; jne`: 49 83 fd + imm8)
+# one more or one less than its length array: the loop decodes other
+# strings than the blob holds (an "expected C variable" the provider does
+# not have; the import raises nothing and the module is not there).
+@pytest.mark.parametrize("delta", [1, -1], ids=["plus-one", "minus-one"])
+def test_a_str_count_that_lies(tmp_path, delta):
+    """Every mode exited 0 and the output failed as the input does (issue
+    40 case 2); the scan now notes it and every mode refuses, naming the
+    count."""
+    nstr = lzss_blob()["str_entries"]
+    path = write(tmp_path, os.path.basename(SAMPLE),
+                 ELF.with_changes((text_site(b"\x49\x83\xfd", bytes([nstr])), "<B", nstr + delta)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(path), MANIFEST["providers"]["bindings"]]))
+    imp = subprocess.run([sys.executable, "-c", "import cimports; cimports.run"], capture_output=True, text=True,
+                         env=env)
+    assert imp.returncode, imp.stdout + imp.stderr
+    message = "holds %d str constants, and no loop of its decoder runs %d times" % (nstr, nstr)
+    shown = json.loads(cypatch("show", "--json", path, check=0).stdout)
+    assert any(message in n for n in shown["notes"]), shown["notes"]
     out, before = tmp_path / "out", digest(path)
     out.mkdir()
     for mode in ("legacy", "fallback"):
@@ -511,6 +545,47 @@ def test_aarch64_non_cython_shared_library(tmp_path):
     what it is, not for its machine."""
     p = write(tmp_path, "aarch64.so", open(MANIFEST["foreign"]["aarch64"], "rb").read())
     refused(p, "not a Cython extension module (no _cython_X_Y_Z ABI name in its data)", tmp_path)
+
+
+A64_MANIFEST = os.path.join(CORPUS, "aarch64", "manifest.json")
+
+
+def a64_sample():
+    with open(A64_MANIFEST) as f:
+        m = json.load(f)
+    return next(e["so"] for e in m["entries"] if e["id"] == "3.3.1/bindings/cimports")
+
+
+def test_an_import_whose_add_writes_another_register(tmp_path):
+    """The aarch64 sample's import of cuda.bindings.cyruntime takes `adrp x0,
+    PAGE; add x0, x0, #OFF`; with the ADD's destination x1 (its Rd field,
+    bits 4:0), PyImport_ImportModule gets the page's first bytes, code that
+    reads as the empty name ("ValueError: Empty module name" under the
+    emulated CPython, test_aarch64_corpus.py's). The module's imports are
+    not what its strings say: every mode refused nothing and exited 0 with
+    an output that failed the same way (issue 40 case 3); now each refuses,
+    naming the import, and show says so."""
+    if not os.path.exists(A64_MANIFEST):
+        pytest.fail("%s: missing (scripts/test builds the aarch64 corpus)" % A64_MANIFEST)
+    sample = a64_sample()
+    report = json.loads(cypatch("show", "--json", sample, check=0).stdout)
+    ref = next(r for r in report["references"] if r["kind"] == "cimport" and r["module"] == "cuda.bindings.cyruntime")
+    (site,) = [x for x in ref["sites"] if x["text"].startswith("add x0, x0, #")]
+    elf = Elf(sample)
+    sec = next(h for h in elf.sec if h[3] <= site["address"] < h[3] + h[5] and h[1] == 1)
+    off = sec[4] + site["address"] - sec[3]
+    word = struct.unpack_from("<I", elf.data, off)[0]
+    assert word & 31 == 0, hex(word)
+    path = write(tmp_path, os.path.basename(sample), elf.with_changes((off, "<I", word | 1)))
+    shown = json.loads(cypatch("show", "--json", path, check=0).stdout)
+    assert any("which is no module name" in n for n in shown["notes"]), shown["notes"]
+    out, before = tmp_path / "out", digest(path)
+    out.mkdir()
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("--target-layout", mode, "-o", str(out / "x.so"), path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (mode, proc.stderr)
+        assert "PyImport_ImportModule) names \"\", which is no module name" in proc.stderr, (mode, proc.stderr)
+    assert listing(str(out)) == [] and digest(path) == before
 
 
 def test_wrong_machine_in_a_corpus_build(tmp_path):

@@ -88,6 +88,9 @@ static const struct vec vecs[] = {
 	{ 0xd503201f, "nop ", false, 0, PLAIN, 0, NONE, 0, NONE, NONE, NONE, NONE, NONE, NONE, NONE, 0 },
 	{ 0xd4200000, "brk #0", false, 0, CP_FLOW_TRAP, CP_COND_OTHER, 0, NONE, 0, NONE, NONE, NONE, NONE, NONE,
 	  NONE, NONE, 0 },
+	/* an ordering (a loop's count reads unsigned and signed alike) */
+	{ 0x54000088, "b.hi #0x106c", false, 0x106c, CP_FLOW_COND, CP_COND_GT, 0, NONE, 0, NONE, NONE, NONE, NONE,
+	  NONE, NONE, NONE, 0 },
 };
 
 static int open_dis(void **state)

@@ -161,6 +161,15 @@ static void test_flow(void **state)
 	assert_true(f.flow == CP_FLOW_COND && f.cond == CP_COND_EQ && f.direct && f.target == 0x1010);
 	facts_of(*state, "\x0f\x85\xfa\x0f\x00\x00", 6, &f);
 	assert_true(f.flow == CP_FLOW_COND && f.cond == CP_COND_NE && f.target == 0x2000);
+	/* the orderings, unsigned and signed alike (a loop's count) */
+	facts_of(*state, "\x72\x0e", 2, &f); /* jb */
+	assert_true(f.flow == CP_FLOW_COND && f.cond == CP_COND_LT);
+	facts_of(*state, "\x7d\x0e", 2, &f); /* jge */
+	assert_true(f.flow == CP_FLOW_COND && f.cond == CP_COND_GE);
+	facts_of(*state, "\x76\x0e", 2, &f); /* jbe */
+	assert_true(f.flow == CP_FLOW_COND && f.cond == CP_COND_LE);
+	facts_of(*state, "\x0f\x8f\xfa\x0f\x00\x00", 6, &f); /* jg */
+	assert_true(f.flow == CP_FLOW_COND && f.cond == CP_COND_GT);
 	facts_of(*state, "\xc3", 1, &f);
 	assert_int_equal(f.flow, CP_FLOW_RET);
 	facts_of(*state, "\x0f\x0b", 2, &f);

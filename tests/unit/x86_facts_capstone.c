@@ -18,6 +18,19 @@ static bool is_jcc(unsigned id)
 }
 
 /* How control leaves the instruction, and where a direct branch goes. */
+static enum cp_cond cond_of(unsigned id)
+{
+	switch (id) {
+	case X86_INS_JE: return CP_COND_EQ;
+	case X86_INS_JNE: return CP_COND_NE;
+	case X86_INS_JB: case X86_INS_JL: return CP_COND_LT;
+	case X86_INS_JAE: case X86_INS_JGE: return CP_COND_GE;
+	case X86_INS_JBE: case X86_INS_JLE: return CP_COND_LE;
+	case X86_INS_JA: case X86_INS_JG: return CP_COND_GT;
+	default: return CP_COND_OTHER;
+	}
+}
+
 static void flow(const cs_insn *in, struct cp_insn_facts *f)
 {
 	const cs_x86 *x = &in->detail->x86;
@@ -34,7 +47,7 @@ static void flow(const cs_insn *in, struct cp_insn_facts *f)
 			f->flow = CP_FLOW_COND;
 		break;
 	}
-	f->cond = in->id == X86_INS_JE ? CP_COND_EQ : in->id == X86_INS_JNE ? CP_COND_NE : CP_COND_OTHER;
+	f->cond = cond_of(in->id);
 	if (f->flow != CP_FLOW_JUMP && f->flow != CP_FLOW_COND && f->flow != CP_FLOW_CALL)
 		return;
 	if (x->op_count == 1 && op->type == X86_OP_IMM) {

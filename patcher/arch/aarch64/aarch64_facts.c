@@ -30,19 +30,26 @@ static void flow_kind(const cs_insn *in, struct cp_insn_facts *f)
 	}
 }
 
-/* The condition a test of a register against zero branches on: b.eq/b.ne
- * after a compare, cbz/cbnz on the register itself. */
+/* The condition a conditional branch takes: cbz/cbnz on the register
+ * itself, b.cond after a compare (the unsigned lo, hs, ls, hi and the
+ * signed lt, ge, le, gt orderings alike). */
 static enum cp_cond cond_of(const cs_insn *in)
 {
 	if (in->id == ARM64_INS_CBZ)
 		return CP_COND_EQ;
 	if (in->id == ARM64_INS_CBNZ)
 		return CP_COND_NE;
-	if (in->id == ARM64_INS_B && in->detail->arm64.cc == ARM64_CC_EQ)
-		return CP_COND_EQ;
-	if (in->id == ARM64_INS_B && in->detail->arm64.cc == ARM64_CC_NE)
-		return CP_COND_NE;
-	return CP_COND_OTHER;
+	if (in->id != ARM64_INS_B)
+		return CP_COND_OTHER;
+	switch (in->detail->arm64.cc) {
+	case ARM64_CC_EQ: return CP_COND_EQ;
+	case ARM64_CC_NE: return CP_COND_NE;
+	case ARM64_CC_LO: case ARM64_CC_LT: return CP_COND_LT;
+	case ARM64_CC_HS: case ARM64_CC_GE: return CP_COND_GE;
+	case ARM64_CC_LS: case ARM64_CC_LE: return CP_COND_LE;
+	case ARM64_CC_HI: case ARM64_CC_GT: return CP_COND_GT;
+	default: return CP_COND_OTHER;
+	}
 }
 
 static void flow(const cs_insn *in, struct cp_insn_facts *f)

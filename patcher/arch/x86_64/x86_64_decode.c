@@ -244,8 +244,10 @@ bool cp_x86_insn_is_cmp_reg_imm(const cp_dis *d)
 	x = &in->detail->x86;
 	if (x->op_count != 2 || x->operands[0].type != X86_OP_REG || x->operands[1].type != X86_OP_IMM)
 		return false;
+	/* rbp is a register like the others in code built without a frame
+	 * pointer: GCC -O2 counts Cython's decode loops in it */
 	r = cp_reg64(x->operands[0].reg);
-	return r >= 0 && r != R_RSP && r != R_RBP;
+	return r >= 0 && r != R_RSP;
 }
 
 unsigned cp_x86_insn_operand_size(const cp_dis *d)

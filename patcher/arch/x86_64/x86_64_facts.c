@@ -29,6 +29,21 @@ static bool is_cond(ZydisMnemonic m)
 }
 
 /* How control leaves the instruction, and where a direct branch goes. */
+/* jz/jnz, and the orderings of unsigned (jb, jnb, jbe, jnbe) and signed
+ * (jl, jnl, jle, jnle) compares. */
+static enum cp_cond cond_of(ZydisMnemonic m)
+{
+	switch (m) {
+	case ZYDIS_MNEMONIC_JZ: return CP_COND_EQ;
+	case ZYDIS_MNEMONIC_JNZ: return CP_COND_NE;
+	case ZYDIS_MNEMONIC_JB: case ZYDIS_MNEMONIC_JL: return CP_COND_LT;
+	case ZYDIS_MNEMONIC_JNB: case ZYDIS_MNEMONIC_JNL: return CP_COND_GE;
+	case ZYDIS_MNEMONIC_JBE: case ZYDIS_MNEMONIC_JLE: return CP_COND_LE;
+	case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_JNLE: return CP_COND_GT;
+	default: return CP_COND_OTHER;
+	}
+}
+
 static void flow(const struct zin *z, struct cp_insn_facts *f)
 {
 	const ZydisDecodedOperand *op = &z->op[0];
@@ -44,8 +59,7 @@ static void flow(const struct zin *z, struct cp_insn_facts *f)
 			f->flow = CP_FLOW_COND;
 		break;
 	}
-	f->cond = z->in.mnemonic == ZYDIS_MNEMONIC_JZ ? CP_COND_EQ
-		  : z->in.mnemonic == ZYDIS_MNEMONIC_JNZ ? CP_COND_NE : CP_COND_OTHER;
+	f->cond = cond_of(z->in.mnemonic);
 	if (f->flow != CP_FLOW_JUMP && f->flow != CP_FLOW_COND && f->flow != CP_FLOW_CALL)
 		return;
 	if (z->in.operand_count_visible == 1 && op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
