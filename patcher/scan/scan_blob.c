@@ -737,7 +737,8 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
  * less than the array: a count that lies) decodes other strings than the
  * blob holds, and the module does not import as its blob says.
  */
-static bool str_loop_runs(cp_scan *s, const struct cp_blob *b, const uint64_t *bounds, size_t nbounds)
+static bool str_loop_runs(const cp_scan *s, const struct cp_blob *b, const uint64_t *bounds, size_t nbounds,
+			  char *why, size_t n)
 {
 	size_t i;
 
@@ -746,10 +747,9 @@ static bool str_loop_runs(cp_scan *s, const struct cp_blob *b, const uint64_t *b
 	for (i = 0; i < nbounds; i++)
 		if (bounds[i] == b->nstr)
 			return true;
-	if (!s->incomplete[0])
-		snprintf(s->incomplete, sizeof(s->incomplete), "the string blob at %#llx holds %zu str constants, and "
-			 "no loop of its decoder runs %zu times: a count that lies, so the module does not import as "
-			 "its blob says", (unsigned long long)b->vaddr, b->nstr, b->nstr);
+	snprintf(why, n, "the string blob at %#llx holds %zu str constants, and no loop of its decoder runs %zu "
+		 "times: a count that lies, so the module does not import as its blob says",
+		 (unsigned long long)b->vaddr, b->nstr, b->nstr);
 	return false;
 }
 
@@ -794,7 +794,9 @@ static cp_status add_blob(cp_scan *s, struct cp_blob *b, uint64_t start, cp_erro
 	return CP_OK;
 }
 
-static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, cp_error *err)
+/* The blob the function at start decodes, kept in s; why says why one it
+ * decodes was refused. */
+static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, char *why, size_t whyn, cp_error *err)
 {
 	uint64_t bounds[256];
 	size_t nbounds = 0;
@@ -815,7 +817,7 @@ static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, cp_erro
 	if (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &nst)) {
 		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	} else if (search(s, &f, &cs, st, nst, &b)) {
-		if (str_loop_runs(s, &b, bounds, nbounds))
+		if (str_loop_runs(s, &b, bounds, nbounds, why, whyn))
 			rc = add_blob(s, &b, start, err);
 		else
 			free_blob(&b);
@@ -830,6 +832,7 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
 {
 	uint64_t done[16];
 	size_t ndone = 0, i, k;
+	char why[sizeof(s->incomplete) - 64] = "";
 
 	if (!cp_cython_at_least(s, 3, 2))
 		return CP_OK;
@@ -845,19 +848,22 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err)
 		if (k < ndone || ndone == sizeof(done) / sizeof(done[0]))
 			continue;
 		done[ndone++] = start;
-		st = scan_function(s, start, end, err);
+		st = scan_function(s, start, end, why, sizeof(why), err);
 		if (st)
 			return st;
 	}
-	if (!s->nblobs && s->incomplete[0]) /* a blob found and refused (str_loop_runs) */
-		return cp_scan_note(s, err, "%s", s->incomplete);
-	if (!s->nblobs) {
+	if (s->nblobs)
+		return CP_OK;
+	if (why[0]) { /* a blob found and refused */
+		if (!s->incomplete[0])
+			snprintf(s->incomplete, sizeof(s->incomplete), "%s", why);
+		return cp_scan_note(s, err, "%s; names inside it are not reported", why);
+	}
+	if (!s->incomplete[0])
 		snprintf(s->incomplete, sizeof(s->incomplete), "Cython %s module whose string blob was not "
 			 "recovered; the names inside it cannot be seen", s->cython);
-		return cp_scan_note(s, err, "Cython %s module: no string blob was recovered; "
-				    "names inside it are not reported", s->cython);
-	}
-	return CP_OK;
+	return cp_scan_note(s, err, "Cython %s module: no string blob was recovered; "
+			    "names inside it are not reported", s->cython);
 }
 
 /* An import-signature constant: N signatures (an empty one repeats the one
