@@ -352,6 +352,17 @@ def test_truncated_while_read(tmp_path, command):
 
 # --- huge counts --------------------------------------------------------------
 
+def modes_refuse(path, message, tmp_path):
+    """--target-layout legacy and fallback each exit 2 with one line
+    holding message, write nothing and leave path as it was."""
+    out, before = tmp_path / "out", digest(path)
+    out.mkdir()
+    for mode in ("legacy", "fallback"):
+        proc = cypatch("--target-layout", mode, "-o", str(out / "x.so"), path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, (mode, proc.stderr)
+    assert listing(str(out)) == [] and digest(path) == before
+
+
 def text_site(opcode, imm):
     """The file offset of the immediate of the one instruction in the
     sample's .text that is `opcode` followed by the immediate's bytes."""
@@ -402,12 +413,7 @@ def test_an_lzss_blob_whose_header_lies(tmp_path, name, delta, sites, message):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(path), MANIFEST["providers"]["bindings"]]))
     imp = subprocess.run([sys.executable, "-c", "import cimports"], capture_output=True, text=True, env=env)
     assert imp.returncode and "LZSS string data decompression failed" in imp.stderr, imp.stderr
-    out, before = tmp_path / "out", digest(path)
-    out.mkdir()
-    for mode in ("legacy", "fallback"):
-        proc = cypatch("--target-layout", mode, "-o", str(out / "x.so"), path)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, (mode, proc.stderr)
-    assert listing(str(out)) == [] and digest(path) == before
+    modes_refuse(path, message, tmp_path)
 
 
 # The sample's str decode loop (`cmp r13, NSTR; jne`: 49 83 fd + imm8)
@@ -429,12 +435,7 @@ def test_a_str_count_that_lies(tmp_path, delta):
     message = "holds %d str constants, and no loop of its decoder runs %d times" % (nstr, nstr)
     shown = json.loads(cypatch("show", "--json", path, check=0).stdout)
     assert any(message in n for n in shown["notes"]), shown["notes"]
-    out, before = tmp_path / "out", digest(path)
-    out.mkdir()
-    for mode in ("legacy", "fallback"):
-        proc = cypatch("--target-layout", mode, "-o", str(out / "x.so"), path)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, (mode, proc.stderr)
-    assert listing(str(out)) == [] and digest(path) == before
+    modes_refuse(path, message, tmp_path)
 
 
 HUGE = [
@@ -579,13 +580,7 @@ def test_an_import_whose_add_writes_another_register(tmp_path):
     path = write(tmp_path, os.path.basename(sample), elf.with_changes((off, "<I", word | 1)))
     shown = json.loads(cypatch("show", "--json", path, check=0).stdout)
     assert any("which is no module name" in n for n in shown["notes"]), shown["notes"]
-    out, before = tmp_path / "out", digest(path)
-    out.mkdir()
-    for mode in ("legacy", "fallback"):
-        proc = cypatch("--target-layout", mode, "-o", str(out / "x.so"), path)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (mode, proc.stderr)
-        assert "PyImport_ImportModule) names \"\", which is no module name" in proc.stderr, (mode, proc.stderr)
-    assert listing(str(out)) == [] and digest(path) == before
+    modes_refuse(path, 'PyImport_ImportModule) names "", which is no module name', tmp_path)
 
 
 def test_wrong_machine_in_a_corpus_build(tmp_path):
