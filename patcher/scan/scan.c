@@ -143,26 +143,36 @@ static bool module_name_ok(const char *text)
 	return cp_is_dotted_name(text, n);
 }
 
+/* How far before its call an import's name must have been made for the
+ * walk's value to be the one the call gets: the few instructions that
+ * load it (lea; or adrp, add) in one straight run. Further back, a value
+ * the walk carried over a jump can be another path's (nvmath 0.6.0's
+ * copy_kernel imports with r12 set on a path the walk did not take). */
+#define NAME_REACH 32
+
 /*
  * Cython calls PyImport_ImportModule with a literal module name (a cimport,
- * a type's module). A call whose name the walk knows and that names no
- * module (an empty string, bytes of code: an ADD that writes another
- * register than its ADRP's leaves the page address) fails at import, and
- * the module's imports are then not what its strings say: nothing written
- * from it can work.
+ * a type's module). A call whose name was made right before it and is no
+ * module name, or lies in code (an aarch64 ADD that writes another
+ * register than its ADRP's leaves the page address: code bytes, the empty
+ * name), fails at import, and the module's imports are then not what its
+ * strings say: nothing written from it can work.
  */
 static cp_status unnamed_imports(cp_scan *s, cp_error *err)
 {
 	size_t i;
 
 	for (i = 0; i < s->nblocks && !s->incomplete[0]; i++) {
-		const char *m = s->blocks[i].module;
+		const struct cp_import_block *b = &s->blocks[i];
+		const struct cp_section *sec = cp_image_section_at(s->img, b->name_va);
+		const char *m = b->module;
 
-		if (!m || module_name_ok(m))
+		if (!m || b->name_origin > b->call || b->call - b->name_origin > NAME_REACH ||
+		    (module_name_ok(m) && sec && !cp_section_is_code(sec)))
 			continue;
 		snprintf(s->incomplete, sizeof(s->incomplete), "the import at %#llx (PyImport_ImportModule) names "
-			 "\"%.40s\", which is no module name: the module fails at import",
-			 (unsigned long long)s->blocks[i].call, m);
+			 "\"%.40s\" at %#llx, which is no module name: the module fails at import",
+			 (unsigned long long)b->call, m, (unsigned long long)b->name_va);
 		return cp_scan_note(s, err, "%s", s->incomplete);
 	}
 	return CP_OK;

@@ -224,6 +224,8 @@ struct cp_block_load {
 
 struct cp_import_block {
 	uint64_t call;           /* PyImport_ImportModule call address */
+	uint64_t name_va;        /* the address its name argument held, or 0 ... */
+	uint64_t name_origin;    /* ... and the instruction that made it */
 	char *module;
 	struct cp_block_load *loads; /* the loads the walk met after it */
 	size_t nloads, caploads;

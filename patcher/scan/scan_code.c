@@ -286,6 +286,10 @@ static void open_block(struct cp_walk *c, const struct cp_call *call)
 	b = &s->blocks[s->nblocks];
 	memset(b, 0, sizeof(*b));
 	b->call = call->addr;
+	if (call->arg[0].kind == CP_V_ADDR) {
+		b->name_va = call->arg[0].v;
+		b->name_origin = call->arg[0].origin;
+	}
 	if (m && !(b->module = strdup(m))) {
 		c->oom = true;
 		return;

@@ -580,7 +580,8 @@ def test_an_import_whose_add_writes_another_register(tmp_path):
     path = write(tmp_path, os.path.basename(sample), elf.with_changes((off, "<I", word | 1)))
     shown = json.loads(cypatch("show", "--json", path, check=0).stdout)
     assert any("which is no module name" in n for n in shown["notes"]), shown["notes"]
-    modes_refuse(path, 'PyImport_ImportModule) names "", which is no module name', tmp_path)
+    modes_refuse(path, 'PyImport_ImportModule) names "" at %#x, which is no module name' % (ref["location"]["vaddr"] & ~0xfff),
+                 tmp_path)
 
 
 def test_wrong_machine_in_a_corpus_build(tmp_path):
