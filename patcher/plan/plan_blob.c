@@ -618,12 +618,14 @@ cp_status cp_plan_blob_check_decoders(struct planner *pl)
 /*
  * A folded entry's data pointer can hold its offset as a constant: from the
  * blob's start ([r13 + 0x15c]) or from the first folded entry
- * (lea rdi, [r13 + 0xb3]; add rdi, rbp: clang). The instructions between the
- * previous folded call and this one that carry the old offset, either way,
- * get the new one.
+ * (lea rdi, [r13 + 0xb3]; add rdi, rbp: clang), or advance by the previous
+ * entry's length (add rbx, 0x91, which GCC schedules before that entry's
+ * call). The instructions from the previous folded entry's setup to this
+ * entry's call that carry the old offset, either way, get the new one; the
+ * previous entry's own length (`skip`) is patch_entry_length's.
  */
 static cp_status patch_offset(struct planner *pl, const struct cp_blob *b, size_t k, uint64_t newoff,
-			      uint64_t run_old, uint64_t run_new, uint64_t from)
+			      uint64_t run_old, uint64_t run_new, uint64_t from, uint64_t skip)
 {
 	const struct cp_blob_entry *e = &b->entry[k];
 	uint64_t a, oldrel = e->offset - run_old, newrel = newoff - run_new;
@@ -637,7 +639,7 @@ static cp_status patch_offset(struct planner *pl, const struct cp_blob *b, size_
 		uint8_t off, size;
 		int64_t v;
 
-		if ((cp_dis_displacement(&pl->dis, pl->img, a, &off, &size, &v) ||
+		if (a != skip && (cp_dis_displacement(&pl->dis, pl->img, a, &off, &size, &v) ||
 		     cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v)) && v > 0 &&
 		    (uint64_t)v != e->length && ((uint64_t)v == e->offset || (uint64_t)v == oldrel) &&
 		    ((uint64_t)v == e->offset ? newoff : newrel) != (uint64_t)v) {
@@ -677,12 +679,25 @@ static cp_status redirect_blob(struct planner *pl, const struct cp_blob *b, uint
 	return st;
 }
 
+/* Where a folded entry's call is set up: the first of the instructions
+ * that set its pointer and its length, and the call. */
+static uint64_t setup_of(const struct cp_blob_entry *e)
+{
+	uint64_t a = e->call_insn;
+
+	if (e->ptr_insn && e->ptr_insn < a)
+		a = e->ptr_insn;
+	if (e->cell_insn && e->cell_insn < a)
+		a = e->cell_insn;
+	return a;
+}
+
 static cp_status rebuild(struct planner *pl, int bi)
 {
 	const struct cp_blob *b = blob_of(pl, bi);
 	const struct cp_blob_plan *bp = &pl->blobs[bi];
 	size_t total = 0, k, pos = 0, enclen = 0;
-	uint64_t run_old = 0, run_new = 0, run_from = 0;
+	uint64_t run_old = 0, run_new = 0, run_from = 0, run_skip = 0;
 	uint8_t *data, *enc = NULL;
 	uint64_t to;
 	cp_status st = CP_OK;
@@ -702,9 +717,10 @@ static cp_status rebuild(struct planner *pl, int bi)
 				run_old = b->entry[k].offset;
 				run_new = pos;
 			}
-			st = patch_offset(pl, b, k, pos, run_old, run_new,
-					  run_from ? run_from : b->entry[k].call_insn);
-			run_from = b->entry[k].call_insn;
+			st = patch_offset(pl, b, k, pos, run_old, run_new, run_from ? run_from : b->entry[k].call_insn,
+					  run_skip);
+			run_from = setup_of(&b->entry[k]);
+			run_skip = b->entry[k].cell_insn;
 		}
 		memcpy(data + pos, d, n);
 		pos += n;
