@@ -737,39 +737,45 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
  * less than the array: a count that lies) decodes other strings than the
  * blob holds, and the module does not import as its blob says.
  */
-static bool str_loop_runs(const cp_scan *s, const struct cp_blob *b, const uint64_t *bounds, size_t nbounds,
-			  char *why, size_t n)
-{
-	size_t i;
-
-	if (!cp_cython_at_least(s, 3, 3) || !nbounds)
-		return true;
-	for (i = 0; i < nbounds; i++)
-		if (bounds[i] == b->nstr)
-			return true;
-	snprintf(why, n, "the string blob at %#llx holds %zu str constants, and no loop of its decoder runs %zu "
-		 "times: a count that lies, so the module does not import as its blob says",
-		 (unsigned long long)b->vaddr, b->nstr, b->nstr);
-	return false;
-}
-
-/* The counts of the function's loops whose bound is an immediate. */
-static cp_status loop_counts(const cp_scan *s, uint64_t start, uint64_t end, uint64_t *out, size_t max,
-			     size_t *n, cp_error *err)
+/* Whether a loop of the function [start, end) runs n times (*runs), and
+ * whether the count of any loop there is known (*any). */
+static cp_status loop_runs(const cp_scan *s, uint64_t start, uint64_t end, uint64_t n, bool *runs, bool *any,
+			   cp_error *err)
 {
 	cp_dis d = { NULL, NULL };
 	uint64_t a, imm, count;
 	unsigned len;
 	cp_status st = cp_dis_open(&d, s->img, err);
 
-	*n = 0;
-	for (a = start; !st && a < end && *n < max; a += len ? len : 1) {
+	*runs = *any = false;
+	for (a = start; !st && !*runs && a < end; a += len ? len : 1) {
 		len = cp_dis_size(&d, s->img, a);
-		if (cp_dis_loop_count(&d, s->img, a, &imm, &count))
-			out[(*n)++] = count;
+		if (cp_dis_loop_count(&d, s->img, a, &imm, &count)) {
+			*any = true;
+			*runs = count == n;
+		}
 	}
 	cp_dis_close(&d);
 	return st;
+}
+
+static cp_status str_loop_runs(const cp_scan *s, const struct cp_blob *b, uint64_t end, bool *ok, char *why,
+			       size_t n, cp_error *err)
+{
+	bool runs, any;
+	cp_status st;
+
+	*ok = true;
+	if (!cp_cython_at_least(s, 3, 3))
+		return CP_OK;
+	st = loop_runs(s, b->func, end, b->nstr, &runs, &any, err);
+	if (st || runs || !any)
+		return st;
+	*ok = false;
+	snprintf(why, n, "the string blob at %#llx holds %zu str constants, and no loop of its decoder runs %zu "
+		 "times: a count that lies, so the module does not import as its blob says",
+		 (unsigned long long)b->vaddr, b->nstr, b->nstr);
+	return CP_OK;
 }
 
 static void free_blob(struct cp_blob *b)
@@ -798,26 +804,22 @@ static cp_status add_blob(cp_scan *s, struct cp_blob *b, uint64_t start, cp_erro
  * decodes was refused. */
 static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, char *why, size_t whyn, cp_error *err)
 {
-	uint64_t bounds[256];
-	size_t nbounds = 0;
 	struct cp_frame f;
 	struct cands cs = { NULL, 0, 0 };
 	struct stream *st = NULL;
 	size_t nst = 0;
 	struct cp_blob b;
+	bool ok;
 	cp_status rc = cp_scan_frame(s, start, end, &f, err);
 
 	if (rc)
 		return rc;
-	rc = loop_counts(s, start, end, bounds, sizeof(bounds) / sizeof(bounds[0]), &nbounds, err);
-	if (rc) {
-		cp_frame_free(&f);
-		return rc;
-	}
 	if (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &nst)) {
 		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	} else if (search(s, &f, &cs, st, nst, &b)) {
-		if (str_loop_runs(s, &b, bounds, nbounds, why, whyn))
+		b.func = start;
+		rc = str_loop_runs(s, &b, end, &ok, why, whyn, err);
+		if (!rc && ok)
 			rc = add_blob(s, &b, start, err);
 		else
 			free_blob(&b);
