@@ -275,29 +275,11 @@ bool cp_scan_window_hit(const cp_scan *s, size_t sec, uint64_t from)
 	return k >= s->window_at[sec + 1] || s->window_hit[k];
 }
 
-static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
-		     unsigned threads, unsigned cores, cp_scan **out, cp_error *err)
+/* The scan's passes, in order: the code walk first, then what reads it. */
+static cp_status passes(cp_scan *s, const struct cp_scan_skip *skip, cp_error *err)
 {
-	cp_scan *s = calloc(1, sizeof(*s));
-	cp_status st;
-	size_t i;
+	cp_status st = check_module(s, err);
 
-	*out = NULL;
-	if (!s || !(s->path = strdup(img->path)) || !alloc_windows(s, img)) {
-		if (s) {
-			free(s->path);
-			free(s->window_at);
-		}
-		free(s);
-		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
-	}
-	s->skip = skip;
-	s->threads = threads;
-	s->cores = cores;
-	s->img = img;
-	s->rules = rules;
-	s->arch = img->arch->name;
-	st = check_module(s, err);
 	if (!st)
 		cp_scan_frames_ahead(s, cp_scan_cores(s) >= 2);
 	if (!st)
@@ -323,6 +305,32 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 		st = cp_scan_from_imports(s, err);
 	if (!st)
 		st = unreached_literals(s, err);
+	return st;
+}
+
+static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp_scan_skip *skip,
+		     unsigned threads, unsigned cores, cp_scan **out, cp_error *err)
+{
+	cp_scan *s = calloc(1, sizeof(*s));
+	cp_status st;
+	size_t i;
+
+	*out = NULL;
+	if (!s || !(s->path = strdup(img->path)) || !alloc_windows(s, img)) {
+		if (s) {
+			free(s->path);
+			free(s->window_at);
+		}
+		free(s);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	}
+	s->skip = skip;
+	s->threads = threads;
+	s->cores = cores;
+	s->img = img;
+	s->rules = rules;
+	s->arch = img->arch->name;
+	st = passes(s, skip, err);
 	cp_scan_frames_end(s);
 	if (st) {
 		cp_scan_free(s);
