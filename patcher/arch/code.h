@@ -109,7 +109,6 @@ enum cp_flow {
 	CP_FLOW_TRAP,  /* a breakpoint */
 };
 
-/* What a conditional branch tests, where the analyses care. */
 /* What a conditional branch after a compare of a and b branches on, signed
  * and unsigned alike (a loop's count reads them the same): a == b, a != b,
  * a < b, a >= b, a <= b, a > b. */

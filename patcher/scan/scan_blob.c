@@ -730,13 +730,6 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
 	return best_score > 0;
 }
 
-/*
- * Cython 3.3 decodes its str constants in a loop over their own length
- * array, so where the decoder's loops are known, the blob's str count is
- * one of their counts. A count no loop runs (the bound one more or one
- * less than the array: a count that lies) decodes other strings than the
- * blob holds, and the module does not import as its blob says.
- */
 /* Whether a loop of the function [start, end) runs n times (*runs), and
  * whether the count of any loop there is known (*any). */
 static cp_status loop_runs(const cp_scan *s, uint64_t start, uint64_t end, uint64_t n, bool *runs, bool *any,
@@ -759,8 +752,16 @@ static cp_status loop_runs(const cp_scan *s, uint64_t start, uint64_t end, uint6
 	return st;
 }
 
-static cp_status str_loop_runs(const cp_scan *s, const struct cp_blob *b, uint64_t end, bool *ok, char *why,
-			       size_t n, cp_error *err)
+/*
+ * Cython 3.3 decodes its str constants in a loop over their own length
+ * array, so where the decoder's loops are known, the blob's str count is
+ * one of their counts. A count no loop runs (the bound one more or one
+ * less than the array: a count that lies) decodes other strings than the
+ * blob holds, and the module does not import as its blob says: *ok false,
+ * and why says so. b was decoded by the function [start, end).
+ */
+static cp_status str_loop_runs(const cp_scan *s, const struct cp_blob *b, uint64_t start, uint64_t end, bool *ok,
+			       char *why, size_t n, cp_error *err)
 {
 	bool runs, any;
 	cp_status st;
@@ -768,7 +769,7 @@ static cp_status str_loop_runs(const cp_scan *s, const struct cp_blob *b, uint64
 	*ok = true;
 	if (!cp_cython_at_least(s, 3, 3))
 		return CP_OK;
-	st = loop_runs(s, b->func, end, b->nstr, &runs, &any, err);
+	st = loop_runs(s, start, end, b->nstr, &runs, &any, err);
 	if (st || runs || !any)
 		return st;
 	*ok = false;
@@ -817,8 +818,7 @@ static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, char *w
 	if (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &nst)) {
 		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
 	} else if (search(s, &f, &cs, st, nst, &b)) {
-		b.func = start;
-		rc = str_loop_runs(s, &b, end, &ok, why, whyn, err);
+		rc = str_loop_runs(s, &b, start, end, &ok, why, whyn, err);
 		if (!rc && ok)
 			rc = add_blob(s, &b, start, err);
 		else

@@ -28,7 +28,6 @@ static bool is_cond(ZydisMnemonic m)
 	}
 }
 
-/* How control leaves the instruction, and where a direct branch goes. */
 /* jz/jnz, and the orderings of unsigned (jb, jnb, jbe, jnbe) and signed
  * (jl, jnl, jle, jnle) compares. */
 static enum cp_cond cond_of(ZydisMnemonic m)
@@ -44,6 +43,7 @@ static enum cp_cond cond_of(ZydisMnemonic m)
 	}
 }
 
+/* How control leaves the instruction, and where a direct branch goes. */
 static void flow(const struct zin *z, struct cp_insn_facts *f)
 {
 	const ZydisDecodedOperand *op = &z->op[0];
