@@ -4,6 +4,9 @@ output next to a real cuda-python and CPython importing every extension
 module and calling through it, against the original in the layout it was
 built for. A repair either exits 0 with a wheel that behaves like the
 original, or exits 2 with one line and nothing written (docs/real-wheels.md).
+The tables of `check` and `verify` against what importing does, over every
+wheel as shipped and repaired, share this file's environments, repairs and
+import runs (one file: a second would make them all again).
 """
 import glob
 import json
@@ -627,6 +630,74 @@ def test_check_predicts_what_the_import_does(w, envs, repairs, tmp_path):
                     wrong.append("%s %s under %s: %s: check said %r, the import %s" % (
                         wheel_id(w), form, env_name, module, said, note))
     assert not wrong and not stale, "\n".join(wrong + stale)
+
+
+# -- verify: its verdict is what the import does -----------------------------
+# (beside the check table: the same environments, repairs and import runs)
+
+def verified(env, wheel):
+    """verify's verdict on each module it imports: "imported" when the
+    import went through and every binding was proven, else why not; and
+    its exit status and the module it blames for a failure ("" when it
+    names none). The wheel's dependencies must be installed."""
+    p = subprocess.run([CYPATCH, "verify", "--json", "--python", env.py, wheel], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=600, env=dict(os.environ, PYTHONNOUSERSITE="1"))
+    assert p.returncode in (0, 1, 2) and p.stdout, (wheel, env.py, p.returncode, p.stderr)
+    doc, out = json.loads(p.stdout), {}
+    blamed = doc.get("why", "").split(":")[0] if p.returncode else ""
+    for e in doc.get("extensions", []):
+        if "skipped" in e:
+            continue
+        imp = e.get("import", {})
+        unbound = [b["name"] for b in e.get("bindings", []) if not b.get("bound")]
+        if "ok" not in imp:
+            out[e["module"]] = "import failed: %s" % imp
+        elif unbound:
+            out[e["module"]] = "not proven: " + ", ".join(unbound)
+        else:
+            out[e["module"]] = "imported"
+    return out, p.returncode, blamed
+
+
+@pytest.mark.parametrize("w", REAL, ids=[wheel_id(w) for w in REAL])
+def test_verify_says_what_the_import_does(w, envs, repairs, tmp_path):
+    """For the wheel as shipped and as repaired in every mode, under every
+    environment of the check table: verify's verdict on each module it
+    imports (imported with every binding proven, or not) equals what
+    importing the module does, judged alone in a fresh interpreter where
+    the one-process run disagrees; its exit status is 0 exactly when every
+    module it imports does, and a failure it reports names a module whose
+    import fails. A module verify skips (the other CUDA tree) is not
+    counted. verify runs no prelude: pylibraft's modules need librmm.so,
+    which `import rmm` loads in the import runs (libraft, through which
+    pylibraft's own __init__ would load it, is left out), so there the
+    import alone without the prelude is the judge."""
+    forms = [("as shipped", w["wheel"], None)]
+    for mode in ("legacy", "bindings", "fallback"):
+        r = repairs(w, mode)
+        if r.wheel:
+            forms.append(("-t " + mode, r.wheel, r.deps))
+    wrong, prelude = [], w["name"] not in PRELUDES
+    for form, wheel, deps in forms:
+        for env_name in CHECK_ENVS:
+            env = envs(env_name)
+            did = env.outcomes(w, wheel, tmp_path, deps)
+            env.install_deps(w, deps)
+            said, rc, blamed = verified(env, wheel)
+            for module, v in sorted(said.items()):
+                if prelude and (v == "imported") == (did[module] == "imported"):
+                    continue
+                alone = env.alone(w, wheel, tmp_path, deps, module, prelude)
+                if (v == "imported") != (alone == "imported"):
+                    wrong.append("%s %s under %s: %s: verify said %r, the import %s" % (
+                        wheel_id(w), form, env_name, module, v, alone))
+            if said and (rc == 0) != all(v == "imported" for v in said.values()):
+                wrong.append("%s %s under %s: verify exited %d for %s" % (wheel_id(w), form, env_name, rc, said))
+            elif blamed in said and (did[blamed] == "imported" or not prelude) and \
+                    env.alone(w, wheel, tmp_path, deps, blamed, prelude) == "imported":
+                wrong.append("%s %s under %s: verify blamed %s, which imports: %s" % (
+                    wheel_id(w), form, env_name, blamed, said[blamed]))
+    assert not wrong, "\n".join(wrong)
 
 
 def repaired_deps(w, mode, tmp_path):

@@ -17,14 +17,14 @@ the -w folder (what the sanitized build made there is hashed and removed).
 Anything else it wrote is left, for the test to find. Commands whose
 output is timed (--timings) are compared on all but stderr; the names of
 temporary folders in a report are not compared."""
-import hashlib
 import os
-import re
-import shlex
-import signal
 import stat
-import subprocess
 import sys
+from time import time_ns
+
+# (hashlib, re, shlex and signal are imported where they are needed, and
+# subprocess not at all: this script starts once per command of the corpus
+# tests, and those imports took 15 ms of each start)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SANITIZER_ENV = {
@@ -72,6 +72,7 @@ def named_files(args):
 
 
 def digest(path):
+    import hashlib
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -186,18 +187,56 @@ def remove_tree(d):
     os.rmdir(d)
 
 
+class Ran:
+    """What subprocess.run would return: returncode (-N when killed by
+    signal N), stdout and stderr as bytes."""
+
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def scratch():
+    """An unlinked temporary file, open for reading and writing."""
+    where = os.environ.get("TMPDIR") or "/tmp"
+    try:
+        return os.open(where, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError:  # a file system without O_TMPFILE
+        path = os.path.join(where, ".twin-%d-%d" % (os.getpid(), time_ns()))
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        os.unlink(path)
+        return fd
+
+
 def run(binary, args, env=None):
-    return subprocess.run([binary] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=env)
+    """binary run with args, stdin /dev/null, stdout and stderr captured in
+    unlinked temporary files (no pipes to drain, so no threads)."""
+    fds = [scratch() for _ in range(2)]
+    try:
+        pid = os.posix_spawn(binary, [binary] + args, os.environ if env is None else env, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, fds[0], 1), (os.POSIX_SPAWN_DUP2, fds[1], 2)])
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        out = []
+        for fd in fds:
+            os.lseek(fd, 0, os.SEEK_SET)
+            chunks = iter(lambda: os.read(fd, 1 << 20), b"")
+            out.append(b"".join(chunks))
+        return Ran(code, out[0], out[1])
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 # the temporary names mkdtemp/mkstemp gave (verify's and check's folders,
 # which verify's report names), the only bytes two runs may differ in
-TEMPORARY = re.compile(rb"((?:/tmp/cypatch-(?:check|verify)|/\.cypatch)-)[A-Za-z0-9]{6}")
+TEMPORARY = rb"((?:/tmp/cypatch-(?:check|verify)|/\.cypatch)-)[A-Za-z0-9]{6}"
 
 
 def same_text(a, b):
-    return a == b or TEMPORARY.sub(rb"\1XXXXXX", a) == TEMPORARY.sub(rb"\1XXXXXX", b)
+    if a == b:
+        return True
+    import re
+    return re.sub(TEMPORARY, rb"\1XXXXXX", a) == re.sub(TEMPORARY, rb"\1XXXXXX", b)
 
 
 def disagreements(first, main, first_out, main_out, timed):
@@ -218,6 +257,7 @@ def disagreements(first, main, first_out, main_out, timed):
 
 def main():
     if sys.argv[1:] == ["--env"]:  # for scripts/sanitize, which runs the sanitized build alone
+        import shlex
         print("".join("export %s=%s\n" % (k, shlex.quote(v)) for k, v in SANITIZER_ENV.items()), end="")
         return 0
     main_build, sanitized, log, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -239,6 +279,7 @@ def main():
     sys.stdout.flush()
     sys.stderr.flush()
     if result.returncode < 0:  # killed: so is this process, by the same signal
+        import signal
         signal.signal(-result.returncode, signal.SIG_DFL)
         os.kill(os.getpid(), -result.returncode)
     return result.returncode
