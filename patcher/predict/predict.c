@@ -33,6 +33,19 @@ struct ctx {
 	json_t *deferred;     /* imports that do not run at import time */
 	cp_error *err;
 	struct cp_chain *chain; /* a wheel's modules, for what runs before an extension */
+	struct read_exports *read; /* each provider file's exports, read once */
+	size_t nread;
+};
+
+/* The exports of a provider file, as provider_exports found them (a
+ * trampoline's are its counterpart's). A wheel's extensions cimport the
+ * same few providers, and reading one (a cuda-bindings module of 30 MB,
+ * whose Cython 3.2 build keeps its exports in its string blob) is most of
+ * what check of a wheel costs. */
+struct read_exports {
+	char *file;
+	char ext[64];  /* ctx's when read: where a trampoline's counterpart is found */
+	struct cp_exports ex;
 };
 
 static bool is_dir(const char *p)
@@ -135,7 +148,7 @@ static cp_status read_exports(struct ctx *c, const char *file, struct cp_exports
 	return cp_exports_of_file(file, c->rules, ex, c->err);
 }
 
-static cp_status provider_exports(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)
+static cp_status follow_trampoline(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)
 {
 	int lay = cp_rules_module_layout(c->rules, module);
 	const char *other = lay >= 0 ? cp_rules_map(c->rules, module, !lay) : NULL;
@@ -145,6 +158,53 @@ static cp_status provider_exports(struct ctx *c, const char *module, const char 
 	if (!st && !ex->n && other && resolve(c, other, target, sizeof(target), missing, sizeof(missing)) && target[0])
 		st = read_exports(c, target, ex);
 	return st;
+}
+
+/* The exports of `module`, found in `file`: read the first time, then
+ * kept until cp_predict returns. */
+static cp_status provider_exports(struct ctx *c, const char *module, const char *file,
+				  const struct cp_exports **out)
+{
+	struct read_exports *more, *r;
+	cp_status st;
+	size_t i;
+
+	for (i = 0; i < c->nread; i++)
+		if (!strcmp(c->read[i].file, file) && !strcmp(c->read[i].ext, c->ext)) {
+			*out = &c->read[i].ex;
+			return CP_OK;
+		}
+	more = realloc(c->read, (c->nread + 1) * sizeof(*more));
+	if (!more)
+		return cp_fail(c->err, CP_E_INTERNAL, "out of memory");
+	c->read = more;
+	r = &c->read[c->nread];
+	memset(r, 0, sizeof(*r));
+	if (!(r->file = strdup(file)))
+		return cp_fail(c->err, CP_E_INTERNAL, "out of memory");
+	memcpy(r->ext, c->ext, sizeof(r->ext));
+	st = follow_trampoline(c, module, file, &r->ex);
+	if (st) {
+		cp_exports_free(&r->ex);
+		free(r->file);
+		return st;
+	}
+	c->nread++;
+	*out = &r->ex;
+	return CP_OK;
+}
+
+static void forget_exports(struct ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nread; i++) {
+		cp_exports_free(&c->read[i].ex);
+		free(c->read[i].file);
+	}
+	free(c->read);
+	c->read = NULL;
+	c->nread = 0;
 }
 
 /* Signatures equal, or (fallback) equal up to mapped prefix pairs. */
@@ -200,8 +260,9 @@ static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
 	cp_status st = CP_OK;
 
 	for (i = 0; !st && i < s->nrefs; i++) {
+		static const struct cp_exports none; /* a Python module's */
 		const struct cp_ref *m = &s->refs[i];
-		struct cp_exports ex;
+		const struct cp_exports *ex = &none;
 		char file[4096];
 		const char *as;
 
@@ -211,7 +272,6 @@ static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
 		if (!as)
 			continue;
 		json_object_set_new(bound, m->value, json_string(as));
-		memset(&ex, 0, sizeof(ex));
 		if (file[0])
 			st = provider_exports(c, as, file, &ex);
 		for (j = 0; !st && j < s->nrefs; j++) {
@@ -223,10 +283,10 @@ static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
 			if ((f->kind != CP_K_FUNCTION && f->kind != CP_K_VARIABLE) || !f->module ||
 			    strcmp(f->module, m->value))
 				continue;
-			e = cp_exports_find(&ex, f->name);
-			for (k = 0; !e && f->kind == CP_K_VARIABLE && k < ex.n; k++) /* keys unknown: by signature */
-				if (!ex.v[k].name && same_signature(c->rules, f->signature, ex.v[k].sig, s->fallback))
-					e = &ex.v[k];
+			e = cp_exports_find(ex, f->name);
+			for (k = 0; !e && f->kind == CP_K_VARIABLE && k < ex->n; k++) /* keys unknown: by signature */
+				if (!ex->v[k].name && same_signature(c->rules, f->signature, ex->v[k].sig, s->fallback))
+					e = &ex->v[k];
 			if (!e) {
 				char fmt[200];
 
@@ -239,7 +299,6 @@ static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
 				fail(c, "%s has wrong signature (expected %s, got %s)%s", head, f->signature, e->sig, "");
 			}
 		}
-		cp_exports_free(&ex);
 	}
 	return st;
 }
@@ -523,7 +582,7 @@ static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp
 cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
 		     cp_error *err)
 {
-	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, NULL, err, NULL };
+	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, NULL, err, NULL, NULL, 0 };
 	json_t *exts = json_array(), *e;
 	size_t n = strlen(path), i;
 	cp_status st;
@@ -536,6 +595,7 @@ cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, 
 	}
 	st = n > 4 && !strcmp(path + n - 4, ".whl") ? predict_wheel(&c, path, exts, err)
 						       : predict_file(&c, path, path, exts, err);
+	forget_exports(&c);
 	if (!st && !json_array_size(exts))
 		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to check", path);
 	if (st) {
