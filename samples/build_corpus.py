@@ -104,6 +104,7 @@ CUDA_INCLUDE = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
 # tests/python/test_provider_exports.py (the exports cypatch reads from each
 # provider module against the __pyx_capi__ CPython sees). A fixed list, so a
 # run is reproducible; a new release is added here by hand.
+PROVIDER_RELEASES_LISTED = "2026-12-04"  # the day of that listing (rules/releases.txt's date)
 PROVIDER_RELEASES = [
     ("cuda-python", v) for v in (
         "11.8.3", "11.8.5.post1", "12.1.0", "12.2.0", "12.2.1", "12.3.0", "12.4.0", "12.5.0",
@@ -271,7 +272,8 @@ def ensure_provider_releases(cache):
     deps = os.path.join(top, "site", "deps")
     for name, version in PROVIDER_DEPS:
         ensure_wheel(cache, name, version, tree=deps)
-    manifest = {"python": PROVIDER_PYTHON, "releases": releases, "skipped": PROVIDER_RELEASES_SKIPPED,
+    manifest = {"python": PROVIDER_PYTHON, "listed": PROVIDER_RELEASES_LISTED, "releases": releases,
+                "skipped": PROVIDER_RELEASES_SKIPPED,
                 "deps": {"requirements": ["%s==%s" % d for d in PROVIDER_DEPS], "tree": deps}}
     path = os.path.join(top, "manifest.json")
     with open(path + ".tmp", "w") as f:

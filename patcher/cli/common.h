@@ -32,5 +32,6 @@ int cmd_retarget(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_releases(int argc, char **argv);
 
 #endif

@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* The subcommands, in the order the usage lists them: its "commands:"
- * lines are made from this table (names of at most six characters). */
+ * lines are made from this table (names of at most eight characters). */
 static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -17,6 +17,7 @@ static const struct command {
 	{ "repair", cmd_repair, "patch the extensions of wheels (auditwheel-style)" },
 	{ "check", cmd_check, "predict, from the files, whether it binds under a site-packages" },
 	{ "verify", cmd_verify, "import it under an interpreter and prove every binding (--gpu)" },
+	{ "releases", cmd_releases, "list the cuda-python releases cypatch knows and what each exports" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -44,7 +45,7 @@ static void print_usage(FILE *f)
 
 	fputs(usage_head, f);
 	for (i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-6s  %s\n", commands[i].name, commands[i].help);
+		fprintf(f, "  %-8s  %s\n", commands[i].name, commands[i].help);
 	fputs(usage_tail, f);
 }
 

@@ -4,18 +4,39 @@ for every release of cuda-python and cuda-bindings in the corpus
 (samples/build_corpus.py: PROVIDER_RELEASES, downloaded into
 provider-releases/). Each release's extension modules are imported by a
 child interpreter with the release's unpacked wheel on sys.path (no GPU
-needed); a module that fails to import fails the test with its reason."""
+needed); a module that fails to import fails the test with its reason.
+
+What cypatch knows of each release (rules/releases.txt, compiled in;
+`cypatch releases --release DIST==VERSION`) must be what the release's
+wheel gives: its modules, its Requires-Python, and for each module the
+capsules `show --exports` reads here (which CPython confirms), so that the
+file, regenerated from this corpus by scripts/releases, is the same."""
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
 from conftest import CORPUS, ROOT, cypatch
 
 sys.path.insert(0, os.path.join(ROOT, "samples"))
-from build_corpus import PROVIDER_RELEASES  # noqa: E402
+from build_corpus import PROVIDER_RELEASES, PROVIDER_RELEASES_LISTED  # noqa: E402
+
+
+def _generator():
+    """scripts/releases, the generator of rules/releases.txt, as a module."""
+    loader = importlib.machinery.SourceFileLoader("releases", os.path.join(ROOT, "scripts", "releases"))
+    spec = importlib.util.spec_from_loader("releases", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+GENERATOR = _generator()
 
 TOP = os.path.join(CORPUS, "provider-releases")
 
@@ -175,8 +196,46 @@ def test_provider_exports(name, version):
             failures.append("%s: cypatch reads no export" % mod)
         checked += 1
     assert checked, "%s %s: no module with __pyx_capi__" % (name, version)
+    failures += known_differences(release, reads)
     assert not failures, "%s %s (%d modules with __pyx_capi__):\n%s" % (
         name, version, checked, "\n".join(failures[:40] + (["..."] if len(failures) > 40 else [])))
+
+
+def known_differences(release, reads):
+    """Where `cypatch releases --release` differs from the release's wheel
+    (its modules and Requires-Python) and from the exports read here."""
+    spec = "%s==%s" % (release["name"], release["version"])
+    proc = cypatch("releases", "--json", "--release", spec)
+    if proc.returncode != 0:
+        return ["cypatch releases --release %s: exit %d: %s" % (spec, proc.returncode, proc.stderr.strip())]
+    known = json.loads(proc.stdout)
+    with zipfile.ZipFile(release["wheel"]) as z:
+        modules, requires = GENERATOR.modules(z.namelist()), GENERATOR.requires_python(z)
+    out = []
+    if known["requires_python"] != requires:
+        out.append("releases.txt: Requires-Python %s, the wheel's %s" % (known["requires_python"], requires))
+    for m in sorted(set(modules) | set(known["modules"])):
+        if modules.get(m) != known["modules"].get(m):
+            out.append("releases.txt: module %s is %s, in the wheel %s" % (m, known["modules"].get(m), modules.get(m)))
+    capsules = {}
+    for c in known["capsules"]:
+        capsules.setdefault(c["module"], set()).add((c["kind"], c["name"], c["signature"]))
+    for m, read in sorted(reads.items()):
+        want = {(e["kind"], e["name"], e["signature"]) for e in read}
+        if capsules.pop(m, set()) != want:
+            out.append("releases.txt: the capsules of %s differ from what show --exports reads" % m)
+    out += ["releases.txt: capsules of %s, which exports nothing here" % m for m in sorted(capsules)]
+    return out
+
+
+def test_the_known_releases_are_the_corpus_releases():
+    """`cypatch releases` lists every release of PROVIDER_RELEASES, in its
+    order, with the day they were listed."""
+    proc = cypatch("releases", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["date"] == PROVIDER_RELEASES_LISTED
+    assert [(r["distribution"], r["version"]) for r in doc["releases"]] == PROVIDER_RELEASES
 
 
 # Issue 17's three shapes in cuda-bindings 13.5.0, read without importing
@@ -198,3 +257,11 @@ def test_export_list_laid_out_after_an_import(module, count, first):
     names = [e["name"] for e in read]
     assert len(read) == count and first in names, (path, names)
     assert not [n for n in names if n and n.startswith("_nvrtc")], names
+
+
+def test_a_release_it_does_not_know_is_refused_in_one_line():
+    proc = cypatch("releases", "--release", "cuda-python==12.6.2")  # yanked: not in the file
+    assert proc.returncode == 2 and proc.stderr == (
+        "cypatch: cuda-python==12.6.2: not a release cypatch knows (see 'cypatch releases')\n"), proc.stderr
+    proc = cypatch("releases", "--release", "cuda-python")
+    assert proc.returncode == 64 and "DIST==VERSION" in proc.stderr, proc.stderr

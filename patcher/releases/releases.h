@@ -1,0 +1,59 @@
+/*
+ * releases.h - what cypatch knows of every cuda-python and cuda-bindings
+ * release (rules/releases.txt, made by scripts/releases from the
+ * releases' wheels and compiled in): the modules each ships and the
+ * capsules its extensions export to cimporting modules.
+ */
+#ifndef CP_RELEASES_H
+#define CP_RELEASES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cypatch.h"
+
+struct cp_release {
+	const char *dist;            /* "cuda-python" or "cuda-bindings" */
+	const char *version;
+	const char *requires_python; /* its Requires-Python, "any" when it has none */
+};
+
+enum cp_release_kind {
+	CP_REL_EXTENSION,  /* a module that is an extension */
+	CP_REL_PYTHON,     /* a Python module or package */
+	CP_REL_FUNCTION,   /* a capsule of a function */
+	CP_REL_VARIABLE,   /* a capsule of a variable */
+};
+
+/* One line of the file: a module, or a capsule of `module`, and the
+ * releases that have it (bits of cp_releases.sets by release index). */
+struct cp_release_item {
+	enum cp_release_kind kind;
+	const char *module;
+	const char *name;  /* the capsule's; NULL for a module */
+	const char *sig;   /* the capsule's signature; NULL for a module */
+};
+
+typedef struct cp_releases {
+	char *text;                  /* a copy of the file, cut into the strings */
+	const char *date;            /* the day the releases were listed */
+	struct cp_release *rel;      /* in the file's order: by distribution, oldest first */
+	size_t nrel;
+	struct cp_release_item *item;
+	size_t nitem;
+	size_t words;                /* 64-bit words of each item's release set */
+	uint64_t *sets;              /* nitem * words */
+} cp_releases;
+
+/* Parses the file's text (len bytes); a line it cannot read is an error
+ * naming its number. */
+cp_status cp_releases_parse(const char *text, size_t len, cp_releases **out, cp_error *err);
+void cp_releases_free(cp_releases *r);
+
+/* Whether release index `rel` has item `i`. */
+bool cp_releases_has(const cp_releases *r, size_t i, size_t rel);
+
+/* The index of DIST VERSION, or -1. */
+long cp_releases_find(const cp_releases *r, const char *dist, const char *version);
+
+#endif
