@@ -137,10 +137,6 @@ static void fail(struct ctx *c, const char *fmt, const char *a, const char *b, c
 	json_array_append_new(c->failures, json_string(msg));
 }
 
-/* The capsules the provider `module` (in `file`) exports. A trampoline
- * (12.6.2 to 12.9's cuda.ccuda: `from cuda.bindings.cydriver cimport *`,
- * `__pyx_capi__ = cydriver.__pyx_capi__`) has none of its own and passes
- * on those of its counterpart in the other layout. */
 /* The exports of one provider file (exports.c: the same that `show
  * --exports` lists). */
 static cp_status read_exports(struct ctx *c, const char *file, struct cp_exports *ex)
@@ -148,6 +144,10 @@ static cp_status read_exports(struct ctx *c, const char *file, struct cp_exports
 	return cp_exports_of_file(file, c->rules, ex, c->err);
 }
 
+/* The capsules the provider `module` (in `file`) exports. A trampoline
+ * (12.6.2 to 12.9's cuda.ccuda: `from cuda.bindings.cydriver cimport *`,
+ * `__pyx_capi__ = cydriver.__pyx_capi__`) has none of its own and passes
+ * on those of its counterpart in the other layout. */
 static cp_status follow_trampoline(struct ctx *c, const char *module, const char *file, struct cp_exports *ex)
 {
 	int lay = cp_rules_module_layout(c->rules, module);
