@@ -83,14 +83,10 @@ bool cp_releases_has(const cp_releases *r, size_t i, size_t rel)
 static bool add_release(cp_releases *r, char *line)
 {
 	char *w[3];
-	struct cp_release *more;
 
 	if (r->nitem || !words(&line, w, 3) || *line || cp_releases_find(r, w[0], w[1]) >= 0)
 		return false;  /* every release comes before the items, once */
-	more = realloc(r->rel, (r->nrel + 1) * sizeof(*more));
-	if (!more)
-		return false;
-	r->rel = more;
+	assert(r->nrel < r->cap);
 	r->rel[r->nrel++] = (struct cp_release){ w[0], w[1], w[2] };
 	return true;
 }
@@ -99,30 +95,25 @@ static bool add_release(cp_releases *r, char *line)
  * RANGES SIGNATURE"), with the releases' sets grown for it. */
 static bool add_item(cp_releases *r, enum cp_release_kind kind, char *line)
 {
-	struct cp_release_item *more;
-	uint64_t *sets;
 	char *w[3];
 	bool module = kind == CP_REL_EXTENSION;
 
-	r->words = (r->nrel + 63) / 64;
 	if (!r->nrel || !words(&line, w, 3) || (module && *line) || (!module && !*line))
 		return false;
 	if (module && strcmp(w[1], "extension") && strcmp(w[1], "python"))
 		return false;
-	more = realloc(r->item, (r->nitem + 1) * sizeof(*more));
-	if (more)
-		r->item = more;
-	sets = more ? realloc(r->sets, (r->nitem + 1) * r->words * sizeof(*sets)) : NULL;
-	if (!sets)
-		return false;
-	r->sets = sets;
-	memset(sets + r->nitem * r->words, 0, r->words * sizeof(*sets));
+	if (!r->sets) {  /* the first item: the releases are known */
+		r->words = (r->nrel + 63) / 64;
+		if (!(r->sets = calloc(r->cap * r->words, sizeof(*r->sets))))
+			return false;
+	}
+	assert(r->nitem < r->cap);
 	if (module)
 		r->item[r->nitem] = (struct cp_release_item){
 			!strcmp(w[1], "extension") ? CP_REL_EXTENSION : CP_REL_PYTHON, w[0], NULL, NULL };
 	else
 		r->item[r->nitem] = (struct cp_release_item){ kind, w[0], w[1], line };
-	if (!parse_ranges(r, w[2], sets + r->nitem * r->words))
+	if (!parse_ranges(r, w[2], r->sets + r->nitem * r->words))
 		return false;
 	r->nitem++;
 	return true;
@@ -151,6 +142,18 @@ static bool parse_line(cp_releases *r, char *line)
 	return false;
 }
 
+static size_t count_lines(const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	size_t n = 1;
+
+	while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
 cp_status cp_releases_parse(const char *text, size_t len, cp_releases **out, cp_error *err)
 {
 	cp_releases *r = calloc(1, sizeof(*r));
@@ -158,8 +161,11 @@ cp_status cp_releases_parse(const char *text, size_t len, cp_releases **out, cp_
 	size_t n = 1;
 
 	*out = NULL;
-	if (!r || !(r->text = malloc(len + 1))) {
-		free(r);
+	if (r) /* a bound on the releases and the items: one per line */
+		r->cap = count_lines(text, len);
+	if (!r || !(r->text = malloc(len + 1)) || !(r->rel = calloc(r->cap, sizeof(*r->rel))) ||
+	    !(r->item = calloc(r->cap, sizeof(*r->item)))) {
+		cp_releases_free(r);
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
 	}
 	memcpy(r->text, text, len);

@@ -43,6 +43,7 @@ typedef struct cp_releases {
 	size_t nitem;
 	size_t words;                /* 64-bit words of each item's release set */
 	uint64_t *sets;              /* nitem * words */
+	size_t cap;                  /* the file's lines: room for that many releases and items */
 } cp_releases;
 
 /* Parses the file's text (len bytes); a line it cannot read is an error
