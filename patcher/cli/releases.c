@@ -123,6 +123,21 @@ static const char *kind_word(enum cp_release_kind k)
 	return word[k];
 }
 
+/* The text form of one(): a line per module, then per capsule. */
+static void print_one(const json_t *modules, const json_t *capsules)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach((json_t *)modules, k, v)
+		printf("module %s %s\n", k, json_string_value(v));
+	json_array_foreach(capsules, i, v)
+		printf("%s %s.%s %s\n", json_string_value(json_object_get(v, "kind")),
+		       json_string_value(json_object_get(v, "module")), json_string_value(json_object_get(v, "name")),
+		       json_string_value(json_object_get(v, "signature")));
+}
+
 /* One release: its modules, then its capsules. */
 static int one(const cp_releases *kb, size_t rel, int json)
 {
@@ -145,19 +160,10 @@ static int one(const cp_releases *kb, size_t rel, int json)
 	doc = json_pack("{s:s, s:s, s:s, s:o, s:o}", "distribution", kb->rel[rel].dist, "version",
 			kb->rel[rel].version, "requires_python", kb->rel[rel].requires_python, "modules", modules,
 			"capsules", capsules);
-	if (json) {
+	if (json)
 		rc = cli_print_json(doc);
-	} else {
-		const char *k;
-		json_t *v;
-
-		json_object_foreach(modules, k, v)
-			printf("module %s %s\n", k, json_string_value(v));
-		for (i = 0; i < kb->nitem; i++)
-			if (kb->item[i].name && cp_releases_has(kb, i, rel))
-				printf("%s %s.%s %s\n", kind_word(kb->item[i].kind), kb->item[i].module, kb->item[i].name,
-				       kb->item[i].sig);
-	}
+	else
+		print_one(modules, capsules);
 	json_decref(doc);
 	return rc;
 }
