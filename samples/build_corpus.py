@@ -70,10 +70,15 @@ REAL_CORPUS = [
     (("rmm-cu12", "25.6.0"), "bindings", [("librmm-cu12", "25.6.0"), ("rapids-logger", "0.1.19")]),
     # Cython 3.2.9, abi3, string blobs
     (("rmm-cu12", "26.8.0"), "bindings", [("librmm-cu12", "26.8.0"), ("rapids-logger", "0.2.3")]),
+    # Cython 3.3.0, abi3, LZSS blobs (RAPIDS 26.04 on)
+    (("rmm-cu12", "26.10.0"), "bindings", [("librmm-cu12", "26.10.0"), ("rapids-logger", "0.3.0")]),
     # Cython 3.1.2: imports under try/except ImportError
     (("cuda-core", "0.3.2"), "either", []),
     # Cython 3.2.1 blobs, per-CUDA-major trees cu12/ and cu13/
     (("cuda-core", "0.4.2"), "bindings", []),
+    # Cython 3.2.4: `from cuda import cudart` under except ImportError
+    # beside `from cuda.bindings import runtime`, cuda.bindings.cynvvm
+    (("cuda-core", "0.6.0"), "bindings", []),
     # Cython 3.2.9: type-only `cimport cuda.bindings.driver` beside the
     # cydriver functions, its own C exports, imports of modules only the
     # bindings layout has (cuda.bindings.cynvvm); cuda.core without
@@ -84,15 +89,20 @@ REAL_CORPUS = [
     # __init__ skips it when missing)
     (("pylibraft-cu12", "25.6.0"), "bindings",
      [("rmm-cu12", "25.6.0"), ("librmm-cu12", "25.6.0"), ("rapids-logger", "0.1.19")]),
+    # Cython 3.3.0, abi3 (the same, RAPIDS 26.10)
+    (("pylibraft-cu12", "26.10.0"), "bindings",
+     [("rmm-cu12", "26.10.0"), ("librmm-cu12", "26.10.0"), ("rapids-logger", "0.3.0")]),
     # Cython 3.1.3, 11 cydriver functions and cuda.bindings.driver in
     # nvmath/internal/bindings (cuda-pathfinder 1.9.1 satisfies every
     # cuda-bindings of the matrix, so it can replace theirs)
     (("nvmath-python", "0.6.0"), "bindings", [("cuda-core", "0.3.2"), ("cuda-pathfinder", "1.9.1")]),
 ]
-# The newest field wheels that are read but not imported (importing them
-# needs their C++ libraries, libcuvs-cu12 alone hundreds of MB): Cython 3.3.0,
-# limited API, LZSS blobs; tests/python/test_real_wheels.py.
-READ_ONLY_WHEELS = [("cuvs-cu12", "26.10.0")]
+# The newest field wheels that are read and repaired but not imported
+# (importing them needs their C++ libraries, libcuvs-cu12 and libcudf-cu12
+# hundreds of MB each): cuvs and pylibcudf 26.10 (Cython 3.3.0, limited API,
+# LZSS blobs), cudf 25.6.0 (a parenthesised `from cuda.bindings.runtime
+# import (`); tests/python/test_real_wheels.py.
+READ_ONLY_WHEELS = [("cuvs-cu12", "26.10.0"), ("pylibcudf-cu12", "26.10.2"), ("cudf-cu12", "25.6.0")]
 # The newest releases of each line, for the real-wheel corpus's matrix.
 NEWEST_BINDINGS = {"12.9": [("cuda-bindings", "12.9.10"), ("cuda-pathfinder", "1.9.1")],
                    "13": [("cuda-bindings", "13.5.0"), ("cuda-pathfinder", "1.9.1")]}

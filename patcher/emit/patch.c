@@ -145,12 +145,13 @@ static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct
 
 	if (!res->fallback && target < 0)
 		return cp_fail(err, CP_E_USAGE, "no layout named '%s' in the rules", o->layout);
-	st = res->fallback ? cp_plan_fallback(img, scan, plan, err) : cp_plan_make(img, scan, target, plan, err);
+	st = res->fallback ? cp_plan_fallback(img, scan, -1, plan, err) : cp_plan_make(img, scan, target, plan, err);
 	if (st && plan->inexpressible && !o->no_fallback) {
-		/* strings cannot say it; the stub binds to the target at import */
+		/* strings cannot say it; the stub binds to the target at import,
+		 * and owes nothing under the other layout */
 		snprintf(res->covered, sizeof(res->covered), "%s", err->msg);
 		res->fallback = true;
-		st = cp_plan_fallback(img, scan, plan, err);
+		st = cp_plan_fallback(img, scan, target, plan, err);
 	}
 	return st;
 }

@@ -103,9 +103,11 @@ void cp_plan_free(struct cp_plan *plan);
 
 /* Plans fallback stubs for img (see docs/fallback.md): every import of a
  * mapped module and every capsule check goes through injected code that
- * accepts both layouts. A plan with no edits means the file is already
- * fallback-patched. */
-cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_plan *plan,
+ * accepts both layouts. `serve` is the layout the output must work under
+ * (a retarget that strings cannot express), or -1 for both: a module only
+ * one layout has is refused only where it must serve the other. A plan with
+ * no edits means the file is already fallback-patched. */
+cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve, struct cp_plan *plan,
 			   cp_error *err);
 
 /* Writes the plan as text, one edit a line (--dry-run). */

@@ -546,7 +546,7 @@ static cp_status plan_stubs(struct fb *f)
 	return st;
 }
 
-cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_plan *plan,
+cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve, struct cp_plan *plan,
 			   cp_error *err)
 {
 	struct planner pl;
@@ -560,7 +560,7 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, struct cp_p
 	st = check_scan(img, scan, err);
 	if (st || scan->fallback)
 		return st; /* already patched: an empty plan */
-	st = cp_plan_refuse_unmapped(img, scan, -1, err);
+	st = cp_plan_refuse_unmapped(img, scan, serve, err);
 	if (st)
 		return st;
 	for (k = 0; k < NREDIRECTS; k++)

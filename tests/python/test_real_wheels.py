@@ -302,26 +302,38 @@ READ_ONLY = MANIFEST.get("read_only_wheels", [])
 def test_every_extension_of_the_newest_wheels_is_read(wheel, tmp_path):
     """The newest field wheels that cannot be imported here (samples/
     build_corpus.py READ_ONLY_WHEELS): every extension's strings are read,
-    and repair gives its verdict in every mode. cuvs-cu12 26.10.0's
-    preprocessing/pca keeps a 9-bit length of 256 with `or ah, 0x1`: the
-    frame evaluator took a high-byte register as unknown, the blob was not
-    recovered and the whole wheel was refused (issue 37 case 8). It
-    references nothing the rules map, so each mode copies it."""
-    unread = []
+    and repair gives its verdict in every mode: the wheel written, or exit 2
+    with one line naming the mode and nothing written; a wheel that
+    references nothing the rules map is copied in every mode. cuvs-cu12
+    26.10.0's preprocessing/pca keeps a 9-bit length of 256 with
+    `or ah, 0x1`: the frame evaluator took a high-byte register as unknown,
+    the blob was not recovered and the whole wheel was refused (issue 37
+    case 8). cudf-cu12 25.6.0's gpu_utils.py opens a parenthesised,
+    multi-line `from cuda.bindings.runtime import (` (case 9)."""
+    unread, mapped = [], False
     with zipfile.ZipFile(wheel) as z:
         members = [m for m in z.namelist() if m.endswith(".so")]
         z.extractall(tmp_path / "tree", members)
+        sources = [z.read(m).decode() for m in z.namelist() if m.endswith(".py")]
     assert members
     for m in members:
         report = show_json(str(tmp_path / "tree" / m))
         if report["notes"] or (report["cython"] >= "3.2" and not report["blobs"]):
             unread.append("%s: %s" % (m, report["notes"] or "no blob"))
+        mapped = mapped or any(r["kind"] != "unmapped" for r in report["references"])
     assert not unread, "\n".join(unread)
+    mapped = mapped or any(re.search(r"^\s*(from|import) cuda[\s.]", text, re.M)
+                           for text in sources)
     for mode in ("legacy", "bindings", "fallback"):
         out = tmp_path / mode
         p = cypatch("repair", "-t", mode, "-w", str(out), wheel)
-        assert p.returncode == 0 and "needs nothing" in p.stdout, (mode, p.stdout, p.stderr)
-        assert (out / os.path.basename(wheel)).exists()
+        written = out / os.path.basename(wheel)
+        if p.returncode == 2:
+            assert mapped and p.stderr.count("\n") == 1 and mode in p.stderr, (mode, p.stderr)
+            assert not written.exists()
+            continue
+        assert p.returncode == 0 and written.exists(), (mode, p.stdout, p.stderr)
+        assert mapped or "needs nothing" in p.stdout, (mode, p.stdout)
 
 
 def _c_literal(text):
@@ -409,6 +421,23 @@ def test_a_module_only_the_bindings_layout_has_is_refused(mode, tmp_path):
     assert re.search(r"imports cuda\.bindings\.cynv\w+, which the legacy layout does not have", p.stderr), p.stderr
     assert ("fallback must serve it too" in p.stderr) == (mode == "fallback"), p.stderr
     assert os.listdir(outdir) == []
+
+
+def test_a_retarget_through_the_stub_owes_nothing_to_the_other_layout(tmp_path):
+    """cuda-core 0.6.0's cuda_utils imports cuda.bindings.cynvvm and, under
+    `except ImportError`, `from cuda import cudart` (a leaf the bindings
+    layout names `runtime`: strings cannot say it, the stub binds it at
+    import). `-t bindings` refused it as fallback would ("the legacy layout
+    does not have cynvvm, and --target-layout fallback must serve it too"),
+    though the output owes the legacy layout nothing; it now patches it
+    with the stub (and test_repair_works_or_refuses_with_nothing_written
+    imports the repaired wheel under every bindings environment)."""
+    so = extract(real("cuda-core", "0.6.0")["wheel"],
+                 "cuda/core/cu12/_utils/cuda_utils.cpython-311-x86_64-linux-gnu.so", tmp_path)
+    p = cypatch("--target-layout", "bindings", "-o", str(tmp_path / "out.so"), so)
+    assert p.returncode == 0 and "the fallback stub covers it" in p.stdout, (p.returncode, p.stdout, p.stderr)
+    p = cypatch("--target-layout", "legacy", "-o", str(tmp_path / "legacy.so"), so)
+    assert p.returncode == 2 and "cynvvm, which the legacy layout does not have" in p.stderr, p.stderr
 
 
 # -- check ------------------------------------------------------------------
