@@ -347,6 +347,7 @@ void cp_insn_facts_none(struct cp_insn_facts *f, uint64_t addr, uint8_t size)
 	f->size = size;
 	f->writes = ~0u;
 	f->imm_reg = f->load_reg = f->copy_dst = f->copy_src = f->addr_reg = f->test_reg = -1;
+	f->based_dst = f->based_base = -1;
 	f->stack.spill_src = f->stack.fill_dst = -1;
 }
 

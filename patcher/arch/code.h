@@ -146,6 +146,9 @@ struct cp_insn_facts {
 	int8_t load_reg;        /* a whole register loaded from a PC-relative word ... */
 	uint64_t load_addr;     /* ... at this address */
 	int8_t copy_dst, copy_src; /* a whole register copied to another */
+	int8_t based_dst;       /* a whole register loaded from [based_base + based_disp] ... */
+	int8_t based_base;      /* ... another register (not the PC or stack pointer), no index ... */
+	int64_t based_disp;     /* ... and a displacement */
 	int8_t addr_reg;        /* a register set to a PC-relative address ... */
 	uint64_t addr_val;      /* ... this one */
 	int8_t test_reg;        /* a whole register tested against zero */

@@ -422,6 +422,13 @@ cp_status cp_scan_blobs(cp_scan *s, cp_error *err);
 bool cp_blob_sigconst_pairs(const uint8_t *d, uint64_t len,
 			    bool (*fn)(void *ctx, const char *sig, const char *name), void *ctx);
 
+/* scan_state.c: the offset (*off) in the module state of the first word
+ * read through a PyModule_GetState result on the way from the import call
+ * at `call`, before any other import or more calls than Cython's module
+ * and state lookups make; false when there is none (d: a decoder of s's
+ * image). */
+bool cp_scan_state_read(const cp_scan *s, cp_dis *d, uint64_t call, int64_t *off);
+
 /* scan_blob.c: references inside the blobs (Python-level names, function
  * and variable imports). */
 cp_status cp_scan_blob_refs(cp_scan *s, cp_error *err);

@@ -1198,6 +1198,73 @@ static cp_status check_ties(cp_scan *s, const struct tie *t, size_t nc, cp_error
 	return CP_OK;
 }
 
+/* Which constant each state read is, for a string table at offset `table`
+ * of the module state: the one whose slot the read's word is, each
+ * constant read once (pick[i] for read i); false when one is none's. */
+static bool state_fit(const struct sigconst *c, size_t nc, const int64_t *off, size_t nr, int64_t table,
+		      size_t *pick)
+{
+	size_t i, m, j;
+
+	for (i = 0; i < nr; i++) {
+		for (m = 0; m < nc && off[i] != table + 8 * (int64_t)c[m].entry; m++)
+			;
+		for (j = 0; m < nc && j < i; j++)
+			if (pick[j] == m)
+				return false;
+		if (m == nc)
+			return false;
+		pick[i] = m;
+	}
+	return true;
+}
+
+/*
+ * Module state (scan_state.c): when no load at a fixed address ties any
+ * constant, the imports of mapped modules that read a state word right
+ * after them are given the constants whose table slots those words are,
+ * for the one table offset that gives every such import a constant of its
+ * own; with none or more than one, nothing is tied, and check_ties says
+ * which functions are whose is not known.
+ */
+static cp_status tie_by_state(cp_scan *s, const struct sigconst *c, size_t nc, struct tie *t, cp_error *err)
+{
+	const struct cp_import_block **blk;
+	int64_t *off;
+	size_t *pick, *kept, i, k, nr = 0, found = 0;
+	const char *mm;
+	cp_dis d;
+	cp_status st;
+
+	for (k = 0; k < nc; k++)
+		if (t[k].blk || t[k].unsure)
+			return CP_OK; /* a table at a fixed address */
+	if (!nc || cp_dis_open(&d, s->img, err))
+		return nc ? err->code : CP_OK;
+	blk = calloc(s->nblocks + 1, sizeof(*blk));
+	off = calloc(s->nblocks + 1, sizeof(*off));
+	pick = calloc(s->nblocks + 1, sizeof(*pick));
+	kept = calloc(s->nblocks + 1, sizeof(*kept));
+	st = blk && off && pick && kept ? CP_OK : cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
+	for (i = 0; !st && i < s->nblocks; i++)
+		if (s->blocks[i].module && cp_rules_name_layout(s->rules, s->blocks[i].module, &mm) >= 0 &&
+		    cp_scan_state_read(s, &d, s->blocks[i].call, &off[nr]))
+			blk[nr++] = &s->blocks[i];
+	cp_dis_close(&d);
+	for (k = 0; !st && nr && k < nc; k++)
+		if (state_fit(c, nc, off, nr, off[0] - 8 * (int64_t)c[k].entry, pick) && found++ == 0)
+			memcpy(kept, pick, nr * sizeof(*kept));
+	for (i = 0; !st && found == 1 && i < nr; i++) {
+		t[kept[i]].blk = blk[i];
+		t[kept[i]].first = true;
+	}
+	free(blk);
+	free(off);
+	free(pick);
+	free(kept);
+	return st;
+}
+
 /* The last address stored at frame offset off between two calls, when it
  * is a writable one. */
 static bool slot_store(const cp_scan *s, const struct cp_frame *f, int64_t off, uint64_t after, uint64_t before,
@@ -1430,8 +1497,10 @@ static cp_status blob_refs(cp_scan *s, size_t bi, cp_error *err)
 	base = st ? 0 : solve_table_base(s, b, consts, nc, ties);
 	if (!st) {
 		tie_all(s, base, consts, nc, ties);
-		st = check_ties(s, ties, nc, err);
+		st = tie_by_state(s, consts, nc, ties, err);
 	}
+	if (!st)
+		st = check_ties(s, ties, nc, err);
 	for (k = 0; !st && k < nc; k++)
 		st = emit_sigconst(s, bi, &consts[k], &ties[k], err);
 	for (k = 0; k < nc; k++)

@@ -131,6 +131,10 @@ static cp_status plan_extension(const char *file, const char *module, const cp_r
 	}
 	if (!st)
 		st = cp_scan_run(img, rules, &scan, err);
+	/* names the scan could not see: it cannot say what the module binds
+	 * (as check says it), nor that it binds nothing */
+	if (!st && !scan->layouts_seen && scan->incomplete[0])
+		st = cp_fail(err, CP_E_INPUT, "%s: %s", file, scan->incomplete);
 	if (!st && scan->layouts_seen) {
 		char name[200];
 

@@ -136,17 +136,13 @@ VARIANT_REFUSALS = [
      ("fallback",), "(Cython's shared utility module), where the fallback stub cannot see it"),
     (lambda e: e.get("variant") == "shared" and e["module"] in ("pyimport", "pyimport_as", "pyfrom"),
      ("retarget",), "(Cython's shared utility module), where the fallback stub cannot see it"),
-    # module state reads the string table through a register: nothing ties
-    # the import-signature constants to their modules
-    (lambda e: e.get("variant") == "module-state" and e["cython"] >= "3.2", ("retarget", "fallback"),
-     "so which cimported functions are its is not known"),
 ]
 
 
 def scan_incomplete(entry):
     """The words of the reason the scan cannot vouch for a corpus entry (the
     same in every mode, and for check), or None."""
-    if entry.get("variant") in ("mcmodel-large", "module-state"):
+    if entry.get("variant") == "mcmodel-large":
         return variant_refusal(entry, "fallback")
     return None
 

@@ -6,7 +6,7 @@ from conftest import ENTRIES, RULES, scan_incomplete, show_json
 from oracle import expected, reported
 
 BUILT = [e for e in ENTRIES if not e["skipped"]]
-# what the scan cannot follow (gcc -mcmodel=large, module state 3.2+): it
+# what the scan cannot follow (gcc -mcmodel=large): it
 # says so, and every command refuses the module (conftest.VARIANT_REFUSALS)
 UNSEEN = [e for e in BUILT if scan_incomplete(e)]
 BUILT = [e for e in BUILT if e not in UNSEEN]

@@ -107,8 +107,7 @@ VARIANT_REFUSED = [e for e in BUILT if variant_refusal(e, "retarget")]
 @pytest.mark.parametrize("entry", VARIANT_REFUSED, ids=[e["id"] for e in VARIANT_REFUSED])
 def test_variants_the_scan_cannot_vouch_for_are_refused(entry, tmp_path):
     """-mcmodel=large modules were passed as referencing nothing mapped
-    (repair copied them as needing nothing); module-state 3.2+ modules tie
-    their signature constants to the wrong module."""
+    (repair copied them as needing nothing)."""
     dest = str(tmp_path / os.path.basename(entry["so"]))
     before = digest(entry["so"])
     proc = cypatch("--target-layout", OTHER[entry["layout"]], "-o", dest, entry["so"])

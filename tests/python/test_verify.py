@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import CORPUS, CYPATCH, ENTRIES, MANIFEST, ROOT
+from conftest import CORPUS, CYPATCH, ENTRIES, MANIFEST, ROOT, scan_incomplete
 
 # cimports a provider function, then dereferences NULL at import time
 CRASH = ("from cuda.bindings.cydriver cimport cuInit\n\ncdef int *p = NULL\n\n"
@@ -27,17 +27,31 @@ def test_a_module_that_crashes_at_import_fails_verify_with_its_signal(tmp_path):
     assert "killed by signal 11" in p.stdout, p.stdout
 
 
-def test_nothing_proven_is_no_verification():
-    """Issue 17 case 4: a module whose slots the scan cannot find (Cython
-    3.2.9 with CYTHON_USE_MODULE_STATE: the state is allocated at import)
-    imported, and verify said `0 of 0 bindings proven` and `verified`."""
+def test_a_module_state_build_is_proven_binding_by_binding():
+    """Cython 3.2.9 with CYTHON_USE_MODULE_STATE reads its import-signature
+    constants through PyModule_GetState: the scan tied them to no import,
+    verify proved no binding and said FAILED for a module that imports and
+    binds (issue 37 case 2). The scan now ties each import to the state
+    word it reads (scan_state.c): every binding proven."""
     entry = next(e for e in ENTRIES if e["id"] == "3.2.9/bindings/cimports-module-state")
     env = dict(os.environ, PYTHONPATH=MANIFEST["providers"]["bindings"], PYTHONNOUSERSITE="1")
     p = subprocess.run([CYPATCH, "verify", "--python", sys.executable, entry["so"]], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
-    assert "FAILED: cimports: imports cuda.bindings.cyruntime, but no binding of it can be proven" in p.stdout, \
-        p.stdout
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    assert "cimports: imported; 6 of 6 bindings proven" in p.stdout, p.stdout
+
+
+def test_a_module_the_scan_cannot_follow_is_refused_with_the_reason():
+    """gcc -mcmodel=large: the scan cannot follow the code to the names (it
+    says so), and verify said "references no module the rules map", which
+    is untrue. It refuses as check does, with the scan's reason."""
+    entry = next(e for e in ENTRIES if e["id"] == "3.2.9/bindings/cimports-mcmodel-large")
+    env = dict(os.environ, PYTHONPATH=MANIFEST["providers"]["bindings"], PYTHONNOUSERSITE="1")
+    p = subprocess.run([CYPATCH, "verify", "--python", sys.executable, entry["so"]], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert p.stderr.startswith("cypatch: %s: " % entry["so"]) and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.endswith(scan_incomplete(entry) + "\n"), p.stderr
 
 
 def test_a_wheel_that_references_nothing_mapped_is_refused_alike(tmp_path):

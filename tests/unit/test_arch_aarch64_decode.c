@@ -191,6 +191,30 @@ static void test_facts(void **state)
 	}
 }
 
+/* A word loaded from a register plus an offset (the module state's
+ * string table: scan_state.c), not from the stack or the PC. */
+static void test_based_loads(void **state)
+{
+	static const struct {
+		size_t at;
+		int dst, base;
+		int64_t disp;
+	} want[] = { { 3, 0, 19, 0x940 }, { 4, NONE, NONE, 0 }, { 20, NONE, NONE, 0 } };
+	cp_dis *d = *state;
+	struct cp_insn_facts f;
+	size_t i;
+
+	assert_int_equal(vecs[20].word, 0xf9400be3); /* ldr x3, [sp, #0x10] */
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		decode(d, want[i].at);
+		cp_insn_facts(d, &f);
+		assert_int_equal(f.based_dst, want[i].dst);
+		assert_int_equal(f.based_base, want[i].base);
+		if (want[i].dst != NONE)
+			assert_int_equal(f.based_disp, want[i].disp);
+	}
+}
+
 /* Immediates come back whole (shifted into place); their field is the word. */
 static void test_immediates(void **state)
 {
@@ -230,6 +254,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_operands),
 		cmocka_unit_test(test_facts),
+		cmocka_unit_test(test_based_loads),
 		cmocka_unit_test(test_immediates),
 		cmocka_unit_test(test_misaligned),
 	};

@@ -201,6 +201,13 @@ static void test_values(void **state)
 	assert_true(f.copy_dst == 7 && f.copy_src == 3 && f.regs_known && f.writes == 1u << 7);
 	facts_of(*state, "\x48\x85\xc0", 3, &f);
 	assert_true(f.test_reg == 0 && f.writes == 0);
+	/* mov rbp, [rax + 0x1a8]: a module-state word (scan_state.c) */
+	facts_of(*state, "\x48\x8b\xa8\xa8\x01\x00\x00", 7, &f);
+	assert_true(f.based_dst == 5 && f.based_base == 0 && f.based_disp == 0x1a8 && f.load_reg == -1);
+	facts_of(*state, "\x48\x8b\x44\x24\x08", 5, &f); /* mov rax, [rsp + 8]: a fill */
+	assert_true(f.based_dst == -1 && f.stack.fill_dst == 0);
+	facts_of(*state, "\x48\x8b\x05\x10\x00\x00\x00", 7, &f); /* mov rax, [rip + 0x10] */
+	assert_true(f.based_dst == -1);
 	assert_int_equal(cp_arch_x86_64.ret_reg, 0);
 }
 

@@ -147,8 +147,8 @@ static void stack(const cs_insn *in, struct cp_stack_facts *o)
 }
 
 
-/* Copies between x registers, ADR/ADRP's address, literal loads, and
- * cbz/cbnz's register. */
+/* Copies between x registers, ADR/ADRP's address, literal loads, loads
+ * from a register plus an offset, and cbz/cbnz's register. */
 static void moves(const cs_insn *in, struct cp_insn_facts *f)
 {
 	const cs_arm64 *a = &in->detail->arm64;
@@ -165,6 +165,12 @@ static void moves(const cs_insn *in, struct cp_insn_facts *f)
 	} else if (in->id == ARM64_INS_LDR && cp_a64_is_x(d->reg) && cp_a64_pc_target(in, &t)) {
 		f->load_reg = (int8_t)cp_a64_reg(d->reg);
 		f->load_addr = t;
+	} else if ((in->id == ARM64_INS_LDR || in->id == ARM64_INS_LDUR) && a->op_count == 2 && !a->writeback &&
+		   cp_a64_is_x(d->reg) && s->type == ARM64_OP_MEM && s->mem.index == ARM64_REG_INVALID &&
+		   s->mem.base != ARM64_REG_SP && cp_a64_reg(s->mem.base) >= 0) {
+		f->based_dst = (int8_t)cp_a64_reg(d->reg);
+		f->based_base = (int8_t)cp_a64_reg(s->mem.base);
+		f->based_disp = s->mem.disp;
 	} else if (in->id == ARM64_INS_MOV && a->op_count == 2 && cp_a64_is_x(d->reg) && s->type == ARM64_OP_REG &&
 		   cp_a64_is_x(s->reg)) {
 		f->copy_dst = (int8_t)cp_a64_reg(d->reg);

@@ -157,8 +157,9 @@ static void constant(const struct zin *z, struct cp_insn_facts *f)
 		f->imm &= 0xffffffffull;
 }
 
-/* Moves between whole registers, loads of rip-relative words, lea of a
- * rip-relative address, and test r, r. */
+/* Moves between whole registers, loads of rip-relative words and of words
+ * at a register plus a displacement, lea of a rip-relative address, and
+ * test r, r. */
 static void moves(const struct zin *z, struct cp_insn_facts *f)
 {
 	const ZydisDecodedOperand *d = &z->op[0], *s = &z->op[1];
@@ -173,6 +174,12 @@ static void moves(const struct zin *z, struct cp_insn_facts *f)
 		   !(z->in.attributes & ZYDIS_ATTRIB_HAS_SEGMENT)) {
 		f->load_reg = (int8_t)cp_zreg64(d->reg.value);
 		f->load_addr = cp_zrip_addr(z, s);
+	} else if (m == ZYDIS_MNEMONIC_MOV && d->size == 64 && s->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		   s->mem.index == ZYDIS_REGISTER_NONE && cp_zreg64(s->mem.base) >= 0 &&
+		   s->mem.base != ZYDIS_REGISTER_RSP && !(z->in.attributes & ZYDIS_ATTRIB_HAS_SEGMENT)) {
+		f->based_dst = (int8_t)cp_zreg64(d->reg.value);
+		f->based_base = (int8_t)cp_zreg64(s->mem.base);
+		f->based_disp = s->mem.disp.value;
 	} else if (m == ZYDIS_MNEMONIC_MOV && whole_reg(d) >= 0 && whole_reg(s) >= 0) {
 		f->copy_dst = (int8_t)whole_reg(d);
 		f->copy_src = (int8_t)whole_reg(s);
