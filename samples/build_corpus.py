@@ -147,19 +147,20 @@ PROVIDER_DEPS = [("cuda-pathfinder", "1.9.1"), ("numpy", "2.1.3")]
 NAMES = {
     "bindings": {
         "CYDRIVER": "cuda.bindings.cydriver", "CYRUNTIME": "cuda.bindings.cyruntime",
-        "DRIVER": "cuda.bindings.driver", "DRIVER_PARENT": "cuda.bindings",
+        "CYNVRTC": "cuda.bindings.cynvrtc", "DRIVER": "cuda.bindings.driver", "DRIVER_PARENT": "cuda.bindings",
         "DRIVER_LEAF": "driver", "PYPARENT": "cuda.bindings", "PYRUNTIME": "runtime",
     },
     "legacy": {
-        "CYDRIVER": "cuda.ccuda", "CYRUNTIME": "cuda.ccudart",
+        "CYDRIVER": "cuda.ccuda", "CYRUNTIME": "cuda.ccudart", "CYNVRTC": "cuda.cnvrtc",
         "DRIVER": "cuda.cuda", "DRIVER_PARENT": "cuda",
         "DRIVER_LEAF": "cuda", "PYPARENT": "cuda", "PYRUNTIME": "cudart",
     },
 }
 PROVIDER_FILES = {  # provider source -> module path per layout
     "bindings": {"cydriver": "cuda/bindings/cydriver", "cyruntime": "cuda/bindings/cyruntime",
-                 "driver": "cuda/bindings/driver"},
-    "legacy": {"cydriver": "cuda/ccuda", "cyruntime": "cuda/ccudart", "driver": "cuda/cuda"},
+                 "cynvrtc": "cuda/bindings/cynvrtc", "driver": "cuda/bindings/driver"},
+    "legacy": {"cydriver": "cuda/ccuda", "cyruntime": "cuda/ccudart", "cynvrtc": "cuda/cnvrtc",
+               "driver": "cuda/cuda"},
 }
 EXT = sysconfig.get_config_var("EXT_SUFFIX")
 
@@ -183,6 +184,14 @@ class Target:
 
 
 HOST = Target(sysconfig.get_config_vars(), ["-I" + sysconfig.get_paths()["include"]])
+
+
+def target_of(python):
+    """The Target of another CPython of this machine (its executable)."""
+    code = "import json, sysconfig; print(json.dumps([sysconfig.get_config_vars(), sysconfig.get_paths()['include']]))"
+    proc = subprocess.run([python, "-c", code], stdout=subprocess.PIPE, text=True, check=True)
+    config, include = json.loads(proc.stdout)
+    return Target(config, ["-I" + include], key=("python", config["EXT_SUFFIX"], include))
 
 
 def log(msg):
@@ -510,8 +519,8 @@ def build_provider_site(cache, layout, site_name=None, drop=None, target=HOST):
         if src == "driver":
             shutil.copyfile(os.path.join(HERE, "providers", "driver.py"), os.path.join(pkg_dir, base + ".py"))
             continue
-        pxd = open(os.path.join(HERE, "providers", src + ".pxd")).read()
-        pyx = open(os.path.join(HERE, "providers", src + ".pyx")).read()
+        pxd = substitute(open(os.path.join(HERE, "providers", src + ".pxd")).read(), layout)
+        pyx = substitute(open(os.path.join(HERE, "providers", src + ".pyx")).read(), layout)
         if drop:
             pxd, pyx = drop_function(pxd, drop), drop_function(pyx, drop)
         with open(os.path.join(pkg_dir, base + ".pxd"), "w") as f:
@@ -584,8 +593,9 @@ SHARED_NAME = "_cyutility"
 
 
 def build_shared_module(cache, cy, target=HOST):
-    """The shared utility module of Cython cy, in a directory of its own."""
-    out = os.path.join(cache, "shared", cy)
+    """The shared utility module of Cython cy, in a directory of its own
+    (one per interpreter besides this one's)."""
+    out = os.path.join(cache, "shared", cy, *([] if target is HOST else [target.ext.strip(".")]))
     os.makedirs(out, exist_ok=True)
     so = os.path.join(out, SHARED_NAME + target.ext)
     c = os.path.join(out, SHARED_NAME + ".c")

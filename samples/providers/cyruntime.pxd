@@ -1,5 +1,10 @@
 # Corpus provider: the runtime-level C API of cuda-python in miniature.
-# The same source is installed as cuda.bindings.cyruntime and as cuda.ccudart.
+# The same source is installed as cuda.bindings.cyruntime and as cuda.ccudart
+# (@CYDRIVER@ replaced with the layout's driver module).
+
+# A typedef of another provider module in this module's capsule signatures
+# (__pyx_t_4cuda_8bindings_8cydriver_GLuint in cyruntime's).
+from @CYDRIVER@ cimport GLuint
 
 cdef extern from *:
     """
@@ -25,3 +30,11 @@ cdef extern from *:
 
 cdef cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) except ?cudaErrorCallRequiresNewerDriver nogil
 cdef cudaError_t cudaGetDeviceCount(int* count) except ?cudaErrorCallRequiresNewerDriver nogil
+
+# Declared outside an extern block, so that capsule signatures carry it
+# mangled with this module's path, as cuda-python's cudaStreamAttrID
+# (__pyx_t_4cuda_8bindings_9cyruntime_cudaStreamAttrID).
+ctypedef int cudaStreamAttrID
+
+cdef cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, int* value) except ?cudaErrorCallRequiresNewerDriver nogil
+cdef cudaError_t cudaGLGetBufferLayout(GLuint buffer, int* value) except ?cudaErrorCallRequiresNewerDriver nogil

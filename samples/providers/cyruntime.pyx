@@ -11,3 +11,11 @@ cdef cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaM
 cdef cudaError_t cudaGetDeviceCount(int* count) except ?cudaErrorCallRequiresNewerDriver nogil:
     count[0] = 20 * _layout
     return cudaSuccess
+
+cdef cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, int* value) except ?cudaErrorCallRequiresNewerDriver nogil:
+    value[0] = attr * 10 + _layout
+    return cudaSuccess
+
+cdef cudaError_t cudaGLGetBufferLayout(GLuint buffer, int* value) except ?cudaErrorCallRequiresNewerDriver nogil:
+    value[0] = <int>buffer * 10 + _layout
+    return cudaSuccess
