@@ -186,30 +186,62 @@ struct code_lengths {
 	bool have;
 };
 
+/* The frame of the function holding code site `site` (cl keeps the last
+ * one evaluated); *found false when the site is no code site of a known
+ * function. */
+static cp_status site_frame(struct planner *pl, struct code_lengths *cl, const struct cp_site *site, bool *found)
+{
+	uint64_t start, end;
+	cp_status st;
+
+	*found = site->kind == CP_SITE_CODE && cp_image_function(pl->img, site->addr, &start, &end);
+	if (!*found || (cl->have && cl->func == start))
+		return CP_OK;
+	if (cl->have)
+		cp_frame_free(&cl->f);
+	cl->have = false;
+	st = cp_frame_eval(pl->img, start, end, &cl->f, pl->err);
+	if (st)
+		return st;
+	cl->have = true;
+	cl->func = start;
+	return CP_OK;
+}
+
+/* Whether code stores r's address as a string-table entry: clang merges
+ * Cython 3.0's __pyx_k_ array with an identical literal, so the name an
+ * import is given can be a Python string's text too (random consumer seed
+ * 1173: the str constant 'cuda.bindings.cynvrtc' read 'cuda.cnvrtc' and
+ * ten NULs). */
+static cp_status table_entry_in_code(struct planner *pl, struct code_lengths *cl, const struct cp_ref *r,
+				     bool *yes)
+{
+	size_t i, k;
+	bool found;
+	cp_status st = CP_OK;
+
+	*yes = false;
+	for (i = 0; !st && !*yes && i < r->nsites; i++) {
+		st = site_frame(pl, cl, &r->sites[i], &found);
+		for (k = 0; !st && found && k < cl->f.nastores && !*yes; k++)
+			*yes = cl->f.astores[k].va == r->loc.vaddr;
+	}
+	return st;
+}
+
 static cp_status code_length_sites(struct planner *pl, struct code_lengths *cl, const struct cp_ref *r,
 				   uint64_t oldlen, uint64_t *sites, size_t max, size_t *nsites, bool *ok)
 {
 	size_t i, k, m;
+	bool found;
 
 	*nsites = 0;
 	*ok = false;
 	for (i = 0; i < r->nsites; i++) {
-		uint64_t start, end;
+		cp_status st = site_frame(pl, cl, &r->sites[i], &found);
 
-		if (r->sites[i].kind != CP_SITE_CODE || !cp_image_function(pl->img, r->sites[i].addr, &start, &end))
-			return CP_OK;
-		if (!cl->have || cl->func != start) {
-			cp_status st;
-
-			if (cl->have)
-				cp_frame_free(&cl->f);
-			cl->have = false;
-			st = cp_frame_eval(pl->img, start, end, &cl->f, pl->err);
-			if (st)
-				return st;
-			cl->have = true;
-			cl->func = start;
-		}
+		if (st || !found)
+			return st;
 		for (k = 0; k < cl->f.nastores; k++) {
 			const struct cp_frame_astore *a = &cl->f.astores[k];
 			uint8_t off, size;
@@ -277,11 +309,17 @@ static cp_status plan_literal(struct planner *pl, const struct cp_ref *r)
 	 * are, so that a second run has nothing to do */
 	if (!cp_ref_is_live(r))
 		return CP_OK;
+	if (strlen(text) != strlen(old) && cp_cython_is(pl->scan, 3, 0) &&
+	    !pl->code_lengths && !(pl->code_lengths = calloc(1, sizeof(*pl->code_lengths))))
+		return cp_plan_oom(pl);
+	if (strlen(text) != strlen(old) && cp_cython_is(pl->scan, 3, 0) && !in_code) {
+		st = table_entry_in_code(pl, pl->code_lengths, r, &in_code);
+		if (st)
+			return st;
+	}
 	if (strlen(text) != strlen(old) && in_code) {
 		bool ok;
 
-		if (!pl->code_lengths && !(pl->code_lengths = calloc(1, sizeof(*pl->code_lengths))))
-			return cp_plan_oom(pl);
 		st = code_length_sites(pl, pl->code_lengths, r, strlen(old), sites, sizeof(sites) / sizeof(sites[0]),
 				       &nsites, &ok);
 		if (st)
