@@ -35,6 +35,7 @@ usage: build_corpus.py [--small | --gpu | --provider-releases] OUTDIR
 """
 
 import concurrent.futures
+import functools
 import hashlib
 import json
 import os
@@ -157,9 +158,10 @@ NAMES = {
     },
 }
 PROVIDER_FILES = {  # provider source -> module path per layout
-    "bindings": {"cydriver": "cuda/bindings/cydriver", "cyruntime": "cuda/bindings/cyruntime",
-                 "cynvrtc": "cuda/bindings/cynvrtc", "driver": "cuda/bindings/driver"},
-    "legacy": {"cydriver": "cuda/ccuda", "cyruntime": "cuda/ccudart", "cynvrtc": "cuda/cnvrtc",
+    # cynvrtc before cyruntime, whose .pxd cimports it
+    "bindings": {"cydriver": "cuda/bindings/cydriver", "cynvrtc": "cuda/bindings/cynvrtc",
+                 "cyruntime": "cuda/bindings/cyruntime", "driver": "cuda/bindings/driver"},
+    "legacy": {"cydriver": "cuda/ccuda", "cynvrtc": "cuda/cnvrtc", "cyruntime": "cuda/ccudart",
                "driver": "cuda/cuda"},
 }
 EXT = sysconfig.get_config_var("EXT_SUFFIX")
@@ -454,6 +456,20 @@ def cythonize_and_compile(cwd, pyx_rel, c_rel, so, cython_path, includes, c_incl
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def pxd_digest(include):
+    """The .pxd files under an include directory (a provider site), so that
+    a consumer built against other declarations is built again."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(include):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(".pxd"):
+                h.update(os.path.relpath(os.path.join(root, f), include).encode() + b"\0")
+                h.update(open(os.path.join(root, f), "rb").read())
+    return h.hexdigest()
+
+
 def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), defines=(), flags=None,
               cplus=False, post=(), cython_args=(), target=HOST):
     """Cythonizes and compiles source (text) as top-level module `name` in
@@ -466,7 +482,7 @@ def build_ext(cache, out_dir, name, source, cython, includes, c_includes=(), def
         f.write(source)
     key = digest(source, cython, repr(includes), repr(c_includes), repr(defines), repr(flags), repr(cplus),
                  repr(post), repr(cython_args), sys.version, sysconfig.get_config_var("CFLAGS") or "",
-                 *target.key)
+                 *target.key, *map(pxd_digest, includes))
     err = cythonize_and_compile(out_dir, name + ".pyx", c_rel, so, ensure_cython(cache, cython),
                                 includes, c_includes, key, defines, flags, post, cython_args, target)
     if err:

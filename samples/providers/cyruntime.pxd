@@ -1,10 +1,13 @@
 # Corpus provider: the runtime-level C API of cuda-python in miniature.
 # The same source is installed as cuda.bindings.cyruntime and as cuda.ccudart
-# (@CYDRIVER@ replaced with the layout's driver module).
+# (@CYNVRTC@ replaced with the layout's nvrtc module).
 
 # A typedef of another provider module in this module's capsule signatures
-# (__pyx_t_4cuda_8bindings_8cydriver_GLuint in cyruntime's).
-from @CYDRIVER@ cimport GLuint
+# (__pyx_t_4cuda_8bindings_7cynvrtc_nvrtcProgramId in cyruntime's). cynvrtc
+# declares no variable or type: Cython imports those of every module a
+# consumer cimports, even through this one, and cyruntime's consumers would
+# then import cydriver too, which real ones do not.
+from @CYNVRTC@ cimport nvrtcProgramId
 
 cdef extern from *:
     """
@@ -37,4 +40,4 @@ cdef cudaError_t cudaGetDeviceCount(int* count) except ?cudaErrorCallRequiresNew
 ctypedef int cudaStreamAttrID
 
 cdef cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, int* value) except ?cudaErrorCallRequiresNewerDriver nogil
-cdef cudaError_t cudaGLGetBufferLayout(GLuint buffer, int* value) except ?cudaErrorCallRequiresNewerDriver nogil
+cdef cudaError_t cudaProgramGetLayout(nvrtcProgramId prog, int* value) except ?cudaErrorCallRequiresNewerDriver nogil

@@ -16,6 +16,6 @@ cdef cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID a
     value[0] = attr * 10 + _layout
     return cudaSuccess
 
-cdef cudaError_t cudaGLGetBufferLayout(GLuint buffer, int* value) except ?cudaErrorCallRequiresNewerDriver nogil:
-    value[0] = <int>buffer * 10 + _layout
+cdef cudaError_t cudaProgramGetLayout(nvrtcProgramId prog, int* value) except ?cudaErrorCallRequiresNewerDriver nogil:
+    value[0] = <int>prog * 10 + _layout
     return cudaSuccess

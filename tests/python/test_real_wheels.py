@@ -312,7 +312,7 @@ def test_every_extension_of_the_newest_wheels_is_read(wheel, tmp_path):
     multi-line `from cuda.bindings.runtime import (` (case 9)."""
     unread, mapped = [], False
     with zipfile.ZipFile(wheel) as z:
-        members = [m for m in z.namelist() if m.endswith(".so")]
+        members = [m for m in z.namelist() if re.search(r"\.(cpython-[^/]*|abi3)\.so$", m)]  # not its C++ libraries
         z.extractall(tmp_path / "tree", members)
         sources = [z.read(m).decode() for m in z.namelist() if m.endswith(".py")]
     assert members
@@ -586,18 +586,26 @@ _NVML = ("`from cuda.bindings import nvml`: a from-import of a module the rules 
          "release without cuda.bindings.nvml is not caught")
 
 
-def _cuda_core_122_known():
+def _cuda_core_known():
+    """cuda-core 0.6.0 and 1.2.2, as shipped and repaired for bindings (the
+    stub's output, which behaves as the original): their `system` modules
+    under the releases without cuda.bindings.nvml, and 1.2.2's
+    _tensor_bridge everywhere."""
     out = {}
-    for env, tree, nvml in (("cuda-bindings 12.9.4", "cu12", True), ("cuda-bindings 12.9.10", "cu12", False),
-                            ("cuda-bindings 13.0.3", "cu13", True), ("cuda-bindings 13.5.0", "cu13", False)):
-        mods = ["cuda.core.%s._tensor_bridge" % tree]
-        if nvml:
-            mods += ["cuda.core.%s.system.%s" % (tree, m) for m in ("_device", "_nvml_context", "_system_events")]
-        out[("cuda-core-1.2.2", "as shipped", env)] = (_TORCH + ("; " + _NVML if nvml else ""), tuple(mods))
+    for version, torch in (("0.6.0", False), ("1.2.2", True)):
+        for env, tree, nvml in (("cuda-bindings 12.9.4", "cu12", True), ("cuda-bindings 12.9.10", "cu12", False),
+                                ("cuda-bindings 13.0.3", "cu13", True), ("cuda-bindings 13.5.0", "cu13", False)):
+            mods = ["cuda.core.%s._tensor_bridge" % tree] if torch else []
+            if nvml:
+                mods += ["cuda.core.%s.system.%s" % (tree, m) for m in ("_device", "_nvml_context", "_system_events")]
+            causes = ([_TORCH] if torch else []) + ([_NVML] if nvml else [])
+            for form in ("as shipped", "-t bindings"):
+                if mods:
+                    out[("cuda-core-" + version, form, env)] = ("; ".join(causes), tuple(mods))
     return out
 
 
-CHECK_KNOWN = _cuda_core_122_known()
+CHECK_KNOWN = _cuda_core_known()
 
 
 # every environment check is judged in (issue 17's acceptance)
