@@ -152,6 +152,22 @@ static cp_status patch_field(struct planner *pl, uint64_t insn, uint8_t off, uin
 	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }
 
+/* Whether the instruction at a reads, writes or takes the address of a
+ * stack slot: the offset of a frame slot, however equal to the names'
+ * offset, is none (random consumer seed 1138: `mov [rsp + 0x70], r10`
+ * ends the pointer array right after a cydriver import whose names begin
+ * at 0x70, and took the patch meant for `add rbp, 0x90`). */
+static bool stack_operand(struct planner *pl, uint64_t a)
+{
+	struct cp_insn_facts f;
+	const struct cp_stack_facts *st = &f.stack;
+
+	if (!cp_dis_at(&pl->dis, pl->img, a))
+		return false;
+	cp_insn_facts(&pl->dis, &f);
+	return st->spill_src >= 0 || st->fill_dst >= 0 || st->write || st->addr_taken;
+}
+
 static cp_status move_names(struct planner *pl, uint64_t call, size_t region, size_t new_region)
 {
 	static const char what[] = "offset of the cimported names in their signature constant";
@@ -168,7 +184,7 @@ static cp_status move_names(struct planner *pl, uint64_t call, size_t region, si
 
 		if ((cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v) ||
 		     cp_dis_displacement(&pl->dis, pl->img, a, &off, &size, &v)) &&
-		    (v == (int64_t)(region + PYBYTES_SVAL) || v == (int64_t)region))
+		    (v == (int64_t)(region + PYBYTES_SVAL) || v == (int64_t)region) && !stack_operand(pl, a))
 			return patch_field(pl, a, off, size,
 					   (int64_t)new_region + (v == (int64_t)region ? 0 : PYBYTES_SVAL), what);
 		len = cp_dis_size(&pl->dis, pl->img, a);

@@ -34,8 +34,10 @@ FIRST = int(os.environ.get("CYPATCH_RANDOM_SEED", "1"))
 # seeds that once failed, run whatever the range: 1042, 1090, 1173 (Cython
 # 3.0.12 built by clang: a module's name passed to an import is also a str
 # or bytes constant's text, one merged literal, and the retarget changed
-# it in place, leaving the string table's length: 'cuda.bindi')
-REGRESSIONS = [1042, 1090, 1173]
+# it in place, leaving the string table's length: 'cuda.bindi'); 1138
+# (module state, gcc -O3: the names' offset was looked for after the
+# import, and a stack slot's displacement equal to it took the patch)
+REGRESSIONS = [1042, 1090, 1138, 1173]
 # consumers of the generator before this one that once failed, kept as
 # source (random_regressions/: their first line says how they were built)
 FROZEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "random_regressions")
