@@ -36,8 +36,9 @@ FIRST = int(os.environ.get("CYPATCH_RANDOM_SEED", "1"))
 # or bytes constant's text, one merged literal, and the retarget changed
 # it in place, leaving the string table's length: 'cuda.bindi'); 1138
 # (module state, gcc -O3: the names' offset was looked for after the
-# import, and a stack slot's displacement equal to it took the patch)
-REGRESSIONS = [1042, 1090, 1138, 1173]
+# import, and a stack slot's displacement equal to it took the patch;
+# 1362: the same under CPython 3.9, where the output crashed at import)
+REGRESSIONS = [1042, 1090, 1138, 1173, 1362]
 # consumers of the generator before this one that once failed, kept as
 # source (random_regressions/: their first line says how they were built)
 FROZEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "random_regressions")
@@ -60,7 +61,9 @@ def observe(so, paths, python):
     proc = subprocess.run([python, "-c", OBSERVE, name], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, timeout=120)
     if proc.returncode:
-        return {"error": proc.stderr.strip().splitlines()[-1]}
+        last = (proc.stderr.strip().splitlines() or [""])[-1]
+        return {"error": last or ("killed by signal %d" % -proc.returncode if proc.returncode < 0
+                                  else "exit status %d, nothing on stderr" % proc.returncode)}
     return json.loads(proc.stdout)
 
 
