@@ -340,6 +340,13 @@ const char *cp_callee_name(const cp_image *img, uint64_t target)
 	return s ? s->name : NULL;
 }
 
+const char *cp_insn_callee(const cp_image *img, const struct cp_insn_facts *f)
+{
+	if (f->via_slot)
+		return cp_image_got_name(img, f->slot);
+	return f->direct ? cp_callee_name(img, f->target) : NULL;
+}
+
 void cp_insn_facts_none(struct cp_insn_facts *f, uint64_t addr, uint8_t size)
 {
 	memset(f, 0, sizeof(*f));

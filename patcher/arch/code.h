@@ -240,6 +240,11 @@ bool cp_is_noreturn_name(const char *name);
  * there, else NULL. */
 const char *cp_callee_name(const cp_image *img, uint64_t target);
 
+/* The name the call or jump of facts f reaches: a direct target's (as
+ * cp_callee_name), or the imported function of the GOT slot it goes
+ * through (-fno-plt); NULL otherwise. */
+const char *cp_insn_callee(const cp_image *img, const struct cp_insn_facts *f);
+
 /* Argument register i (ABI order) of the image's architecture, or -1. */
 int cp_arg_reg(const cp_image *img, unsigned i);
 

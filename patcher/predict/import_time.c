@@ -72,18 +72,6 @@ static bool is_noreturn(const char *name)
 	return false;
 }
 
-static const char *callee_name(const cp_image *img, uint64_t target, uint64_t got)
-{
-	const struct cp_symbol *sym;
-
-	if (got)
-		return cp_image_got_name(img, got);
-	if (cp_image_plt_name(img, target))
-		return cp_image_plt_name(img, target);
-	sym = cp_image_symbol_at(img, target);
-	return sym && sym->value == target ? sym->name : NULL;
-}
-
 static size_t hash(uint64_t a, size_t cap)
 {
 	return (size_t)((a * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
@@ -123,14 +111,12 @@ static int map_grow(cp_import_time *t)
 /* A call: where it goes, and whether it returns or stores. */
 static void classify_call(cp_import_time *t, const struct cp_insn_facts *f, struct node *o)
 {
-	uint64_t got = f->via_slot ? f->slot : 0;
-	const char *name;
+	const char *name = cp_insn_callee(t->img, f);
 
 	o->call = true;
 	o->writes = ~0u;
 	if (f->direct)
 		o->call_target = f->target;
-	name = o->call_target || got ? callee_name(t->img, o->call_target, got) : NULL;
 	if (is_noreturn(name))
 		o->tgt[0] = 0;
 	o->store = name && (!strcmp(name, "PyDict_SetItem") || !strcmp(name, "PyDict_SetItemString"));

@@ -31,13 +31,6 @@ struct holders {
 	size_t nspill;
 };
 
-static const char *callee(const cp_image *img, const struct cp_insn_facts *f)
-{
-	if (f->direct)
-		return cp_callee_name(img, f->target);
-	return f->via_slot ? cp_image_got_name(img, f->slot) : NULL;
-}
-
 /* Whether the function at start (a short local helper, as -O0 leaves
  * Cython's __Pyx__PyModule_GetState) calls PyModule_GetState. */
 static bool wraps_get_state(const cp_image *img, cp_dis *d, uint64_t start)
@@ -52,7 +45,7 @@ static bool wraps_get_state(const cp_image *img, cp_dis *d, uint64_t start)
 		const char *name;
 
 		cp_insn_flow(d, &f);
-		name = f.flow == CP_FLOW_CALL || f.flow == CP_FLOW_JUMP ? callee(img, &f) : NULL;
+		name = f.flow == CP_FLOW_CALL || f.flow == CP_FLOW_JUMP ? cp_insn_callee(img, &f) : NULL;
 		if (name && !strcmp(name, "PyModule_GetState"))
 			return true;
 	}
@@ -62,7 +55,7 @@ static bool wraps_get_state(const cp_image *img, cp_dis *d, uint64_t start)
 /* Whether the call returns the module state's address. */
 static bool returns_state(const cp_image *img, cp_dis *d, const struct cp_insn_facts *f)
 {
-	const char *name = callee(img, f);
+	const char *name = cp_insn_callee(img, f);
 
 	if (name && !strcmp(name, "PyModule_GetState"))
 		return true;
@@ -123,7 +116,7 @@ bool cp_scan_state_read(const cp_scan *s, cp_dis *d, uint64_t call, int64_t *off
 		}
 		switch (f.flow) {
 		case CP_FLOW_CALL:
-			name = callee(img, &f);
+			name = cp_insn_callee(img, &f);
 			/* the next import's, or more calls than the lookups make */
 			if ((name && cp_scan_is_import_call(name)) || ++calls > MAX_CALLS)
 				return false;
