@@ -451,37 +451,73 @@ static cp_status through_callee(struct planner *pl, const struct cp_frame_call *
 	return CP_OK;
 }
 
-/* The inlined LZSS loop's checks: `cmp reg, imm` from the allocation at
- * `from` up to the next call that is not memcpy/memmove (the match copy),
- * PyBytes_AsString (the buffer, limited API) or a function that calls
- * nothing that returns (cp_dis_calls_nothing). */
-static void loop_checks(struct planner *pl, const struct cp_frame *f, size_t from, const uint64_t *oldo,
-			const uint64_t *newo, int nothers, struct len_sites *ls)
+/* Whether the inlined LZSS decoder goes on past a call: the match copy
+ * (memcpy/memmove), the buffer (PyBytes_AsString, limited API) or a
+ * function that calls nothing that returns (cp_dis_calls_nothing). */
+static bool decoder_call(struct planner *pl, const struct cp_insn_facts *f)
 {
-	uint64_t a = f->calls[from].insn, end = 0;
-	size_t k;
-	unsigned len;
+	const char *name;
+
+	if (f->direct && cp_dis_calls_nothing(&pl->dis, pl->img, f->target))
+		return true; /* PyBytes_AS_STRING, kept out of line at -O0 */
+	name = cp_insn_callee(pl->img, f);
+	return name && (!strcmp(name, "memcpy") || !strcmp(name, "memmove") || !strcmp(name, "PyBytes_AsString"));
+}
+
+/* The value compared at a, if it is one of the old values, as a site. */
+static void check_site(struct planner *pl, uint64_t a, const uint64_t *oldo, const uint64_t *newo, int nothers,
+		       struct len_sites *ls)
+{
+	uint8_t off, size;
+	int64_t v;
 	int o;
 
-	for (k = from + 1; k < f->ncalls && !end; k++)
-		if ((!f->calls[k].name && !(f->calls[k].target && cp_dis_calls_nothing(&pl->dis, pl->img, f->calls[k].target))) ||
-		    (f->calls[k].name && strcmp(f->calls[k].name, "memcpy") && strcmp(f->calls[k].name, "memmove") &&
-		     strcmp(f->calls[k].name, "PyBytes_AsString")))
-			end = f->calls[k].insn;
-	if (!end)
+	if (!cp_insn_is_cmp_reg_imm(&pl->dis) || !cp_insn_immediate(&pl->dis, &off, &size, &v))
 		return;
-	for (; a < end; a += len ? len : 1) {
-		uint8_t off, size;
-		int64_t v;
+	for (o = 0; o < nothers; o++)
+		if ((uint64_t)v == oldo[o])
+			add_site(ls, a, oldo[o], newo[o]);
+}
 
-		len = cp_dis_size(&pl->dis, pl->img, a);
-		if (!cp_dis_is_cmp_reg_imm(&pl->dis, pl->img, a) ||
-		    !cp_dis_immediate(&pl->dis, pl->img, a, &off, &size, &v))
-			continue;
-		for (o = 0; o < nothers; o++)
-			if ((uint64_t)v == oldo[o])
-				add_site(ls, a, oldo[o], newo[o]);
+/* The inlined LZSS loop's checks: every `cmp reg, imm` of the function
+ * [start, end) that control reaches from the allocation call at `from`
+ * without another call than decoder_call's. The branches are followed, not
+ * the addresses: clang -Os lays the check of the input consumed out past
+ * the loop's error paths. Too many branches to follow fill ls (a refusal). */
+static cp_status loop_checks(struct planner *pl, uint64_t start, uint64_t end, uint64_t from, const uint64_t *oldo,
+			     const uint64_t *newo, int nothers, struct len_sites *ls)
+{
+	uint64_t todo[64], a;
+	size_t ntodo = 0;
+	uint8_t *seen = calloc((size_t)((end - start + 7) / 8), 1);
+	struct cp_insn_facts f;
+	unsigned len;
+
+	if (!seen)
+		return cp_plan_oom(pl);
+	todo[ntodo++] = from + cp_dis_size(&pl->dis, pl->img, from);
+	while (ntodo) {
+		for (a = todo[--ntodo]; a >= start && a < end && !(seen[(a - start) / 8] >> (a - start) % 8 & 1);) {
+			seen[(a - start) / 8] |= (uint8_t)(1u << (a - start) % 8);
+			if (!cp_dis_at(&pl->dis, pl->img, a) || !(len = cp_insn_size(&pl->dis)))
+				break;
+			cp_insn_flow(&pl->dis, &f);
+			check_site(pl, a, oldo, newo, nothers, ls);
+			if (f.flow == CP_FLOW_COND && f.direct && ntodo < sizeof(todo) / sizeof(todo[0]))
+				todo[ntodo++] = f.target;
+			else if (f.flow == CP_FLOW_COND)
+				ls->full = true;
+			if (f.flow == CP_FLOW_JUMP && f.direct)
+				a = f.target;
+			else if (f.flow == CP_FLOW_NEXT || f.flow == CP_FLOW_COND ||
+				 (f.flow == CP_FLOW_CALL && decoder_call(pl, &f)))
+				a += len;
+			else
+				break;
+		}
 	}
+	free(seen);
+	return CP_OK;
 }
 
 /* What the blob's lengths must reach: the sink's argument and, for LZSS,
@@ -538,7 +574,7 @@ static cp_status total_sites(struct planner *pl, const struct cp_blob *b, const 
 			*hit = true;
 			add_site(ls, c->arg_imm[t->sk.arg], t->sk.oldv, t->sk.newv);
 			if (b->algo == CP_BLOB_LZSS)
-				loop_checks(pl, &f, k, t->oldo, t->newo, t->nothers, ls);
+				st = loop_checks(pl, start, end, c->insn, t->oldo, t->newo, t->nothers, ls);
 		} else if (c->target && !c->name) {
 			st = through_callee(pl, c, &t->sk, t->oldo, t->newo, t->nothers, ls, hit);
 		}

@@ -53,6 +53,24 @@ struct fit {
 	struct stream blob;
 };
 
+/* The counts of a function's loops (cp_dis_loop_count); known false where
+ * it has none or more than count holds. */
+struct loops {
+	uint64_t count[64];
+	size_t n;
+	bool known;
+};
+
+/* What a search for a function's blob reads: its frame, its decoded
+ * streams and its loops. */
+struct search {
+	const cp_scan *s;
+	const struct cp_frame *f;
+	const struct stream *st;
+	size_t nst;
+	const struct loops *loops;
+};
+
 static unsigned bit_length(uint64_t v)
 {
 	unsigned n = 0;
@@ -613,13 +631,33 @@ bad:
 	return false;
 }
 
+static bool loops_run(const struct loops *l, uint64_t n)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->count[i] == n)
+			return true;
+	return false;
+}
+
+/* Whether a 3.3 fit's str count (split_str: its first array's) is the
+ * count of a loop of the decoder, where those are known. clang places the
+ * bytes array right after the str one: without this, a str array one
+ * entry longer and a bytes array one shorter fit the same lengths. */
+static bool loop_agrees(const struct search *q, const struct fit *fit)
+{
+	return !cp_cython_at_least(q->s, 3, 3) || !q->loops->known || loops_run(q->loops, fit->arr[0].n);
+}
+
 /* How much a fit says (load_fit's result on top: a fit whose str constants
  * name the module beats any that does not): a decoded stream beats an LZSS stream whose lengths
  * are immediates, which beats a plain literal that merely ends in a NUL;
- * then two arrays (3.3) over one, then a fit whose entry count is a loop
- * bound too, then one whose arrays' counts are loop bounds as compared,
- * then the fit that explains more entries and more bytes. */
-static uint64_t score(const struct cp_frame *f, const struct fit *fit, uint64_t len)
+ * then two arrays (3.3) over one, then a str count that a loop runs
+ * (loop_agrees), then a fit whose entry count is a loop bound too, then
+ * one whose arrays' counts are loop bounds as compared, then the fit that
+ * explains more entries and more bytes. */
+static uint64_t score(const struct search *q, const struct fit *fit, uint64_t len)
 {
 	uint64_t rank = fit->blob.algo == CP_BLOB_NONE ? 1 : fit->blob.algo == CP_BLOB_LZSS ? 2 : 3;
 	uint64_t n = fit->ntail;
@@ -631,13 +669,13 @@ static uint64_t score(const struct cp_frame *f, const struct fit *fit, uint64_t 
 		n = 0xfffff;
 	if (len > 0xffffff)
 		len = 0xffffff;
-	return rank << 60 | (uint64_t)(fit->narr == 2) << 59 | (uint64_t)cp_frame_has_imm(f, n) << 58 |
-	       (uint64_t)(fit->arr[0].exact && (fit->narr < 2 || fit->arr[1].exact)) << 57 |
+	return rank << 60 | (uint64_t)(fit->narr == 2) << 59 | (uint64_t)loop_agrees(q, fit) << 58 |
+	       (uint64_t)cp_frame_has_imm(q->f, n) << 57 |
+	       (uint64_t)(fit->arr[0].exact && (fit->narr < 2 || fit->arr[1].exact)) << 56 |
 	       n << 24 | len;
 }
 
-static void consider(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
-		     size_t nst, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
+static void consider(const struct search *q, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
 {
 	struct cp_blob b;
 	uint64_t len = 0;
@@ -651,9 +689,9 @@ static void consider(const cp_scan *s, const struct cp_frame *f, const struct st
 		len += fit->arr[a].sum;
 	for (a = 0; a < (int)fit->ntail; a++)
 		len += fit->tail[a].len;
-	while (next_blob(s, f, st, nst, len, &it, &fit->blob)) {
-		sc = score(f, fit, len);
-		if ((sc | named_bit) <= *best_score || !load_fit(s, f, fit, &b, &named))
+	while (next_blob(q->s, q->f, q->st, q->nst, len, &it, &fit->blob)) {
+		sc = score(q, fit, len);
+		if ((sc | named_bit) <= *best_score || !load_fit(q->s, q->f, fit, &b, &named))
 			continue;
 		if (named)
 			sc |= named_bit;
@@ -683,27 +721,25 @@ static size_t folded_calls(const struct cp_frame *f, struct cp_frame_arglen *out
 }
 
 /* A fit as it is, and with each run of consecutive folded calls appended. */
-static void consider_tails(const cp_scan *s, const struct cp_frame *f, const struct stream *st,
-			   size_t nst, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
+static void consider_tails(const struct search *q, struct fit *fit, struct cp_blob *best, uint64_t *best_score)
 {
 	struct cp_frame_arglen calls[16];
-	size_t n = folded_calls(f, calls, 16), from, k;
+	size_t n = folded_calls(q->f, calls, 16), from, k;
 
 	fit->tail = NULL;
 	fit->ntail = 0;
-	consider(s, f, st, nst, fit, best, best_score);
+	consider(q, fit, best, best_score);
 	for (from = 0; from < n; from++)
 		for (k = 1; from + k <= n; k++) {
 			fit->tail = calls + from;
 			fit->ntail = k;
-			consider(s, f, st, nst, fit, best, best_score);
+			consider(q, fit, best, best_score);
 		}
 }
 
 /* Tries every fit of one function, keeping the best: two arrays (3.3) and
  * one (3.2). */
-static bool search(const cp_scan *s, const struct cp_frame *f, const struct cands *cs,
-		   const struct stream *st, size_t nst, struct cp_blob *best)
+static bool search(const struct search *q, const struct cands *cs, struct cp_blob *best)
 {
 	uint64_t best_score = 0;
 	struct fit fit;
@@ -711,7 +747,7 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
 
 	memset(best, 0, sizeof(*best));
 	memset(&fit, 0, sizeof(fit));
-	if (cp_cython_at_least(s, 3, 3)) {
+	if (cp_cython_at_least(q->s, 3, 3)) {
 		fit.narr = 2;
 		for (i = 0; i < cs->n; i++)
 			for (j = 0; j < cs->n; j++) {
@@ -719,36 +755,38 @@ static bool search(const cp_scan *s, const struct cp_frame *f, const struct cand
 					continue;
 				fit.arr[0] = cs->v[i];
 				fit.arr[1] = cs->v[j];
-				consider_tails(s, f, st, nst, &fit, best, &best_score);
+				consider_tails(q, &fit, best, &best_score);
 			}
 	}
 	fit.narr = 1;
 	for (i = 0; i < cs->n; i++) {
 		fit.arr[0] = cs->v[i];
-		consider_tails(s, f, st, nst, &fit, best, &best_score);
+		consider_tails(q, &fit, best, &best_score);
 	}
 	return best_score > 0;
 }
 
-/* Whether a loop of the function [start, end) runs n times (*runs), and
- * whether the count of any loop there is known (*any). */
-static cp_status loop_runs(const cp_scan *s, uint64_t start, uint64_t end, uint64_t n, bool *runs, bool *any,
-			   cp_error *err)
+/* The counts of the loops of the function [start, end). */
+static cp_status loop_counts(const cp_scan *s, uint64_t start, uint64_t end, struct loops *l, cp_error *err)
 {
 	cp_dis d = { NULL, NULL };
 	uint64_t a, imm, count;
 	unsigned len;
+	bool full = false;
 	cp_status st = cp_dis_open(&d, s->img, err);
 
-	*runs = *any = false;
-	for (a = start; !st && !*runs && a < end; a += len ? len : 1) {
+	l->n = 0;
+	for (a = start; !st && a < end; a += len ? len : 1) {
 		len = cp_dis_size(&d, s->img, a);
-		if (cp_dis_loop_count(&d, s->img, a, &imm, &count)) {
-			*any = true;
-			*runs = count == n;
-		}
+		if (!cp_dis_loop_count(&d, s->img, a, &imm, &count) || loops_run(l, count))
+			continue;
+		if (l->n == sizeof(l->count) / sizeof(l->count[0]))
+			full = true;
+		else
+			l->count[l->n++] = count;
 	}
 	cp_dis_close(&d);
+	l->known = l->n > 0 && !full;
 	return st;
 }
 
@@ -758,25 +796,16 @@ static cp_status loop_runs(const cp_scan *s, uint64_t start, uint64_t end, uint6
  * one of their counts. A count no loop runs (the bound one more or one
  * less than the array: a count that lies) decodes other strings than the
  * blob holds, and the module does not import as its blob says: *ok false,
- * and why says so. b was decoded by the function [start, end).
+ * and why says so.
  */
-static cp_status str_loop_runs(const cp_scan *s, const struct cp_blob *b, uint64_t start, uint64_t end, bool *ok,
-			       char *why, size_t n, cp_error *err)
+static void str_loop_runs(const cp_scan *s, const struct cp_blob *b, const struct loops *l, bool *ok, char *why,
+			  size_t n)
 {
-	bool runs, any;
-	cp_status st;
-
-	*ok = true;
-	if (!cp_cython_at_least(s, 3, 3))
-		return CP_OK;
-	st = loop_runs(s, start, end, b->nstr, &runs, &any, err);
-	if (st || runs || !any)
-		return st;
-	*ok = false;
-	snprintf(why, n, "the string blob at %#llx holds %zu str constants, and no loop of its decoder runs %zu "
-		 "times: a count that lies, so the module does not import as its blob says",
-		 (unsigned long long)b->vaddr, b->nstr, b->nstr);
-	return CP_OK;
+	*ok = !cp_cython_at_least(s, 3, 3) || !l->known || loops_run(l, b->nstr);
+	if (!*ok)
+		snprintf(why, n, "the string blob at %#llx holds %zu str constants, and no loop of its decoder runs "
+			 "%zu times: a count that lies, so the module does not import as its blob says",
+			 (unsigned long long)b->vaddr, b->nstr, b->nstr);
 }
 
 static void free_blob(struct cp_blob *b)
@@ -808,18 +837,21 @@ static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, char *w
 	struct cp_frame f;
 	struct cands cs = { NULL, 0, 0 };
 	struct stream *st = NULL;
-	size_t nst = 0;
+	struct loops loops;
+	struct search q = { s, &f, NULL, 0, &loops };
 	struct cp_blob b;
 	bool ok;
 	cp_status rc = cp_scan_frame(s, start, end, &f, err);
 
 	if (rc)
 		return rc;
-	if (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &nst)) {
+	rc = loop_counts(s, start, end, &loops, err);
+	if (!rc && (build_cands(s->img, &f, &cs) || find_streams(s->img, &f, &st, &q.nst)))
 		rc = cp_fail(err, CP_E_INTERNAL, "%s: out of memory", s->path);
-	} else if (search(s, &f, &cs, st, nst, &b)) {
-		rc = str_loop_runs(s, &b, start, end, &ok, why, whyn, err);
-		if (!rc && ok)
+	q.st = st;
+	if (!rc && search(&q, &cs, &b)) {
+		str_loop_runs(s, &b, &loops, &ok, why, whyn);
+		if (ok)
 			rc = add_blob(s, &b, start, err);
 		else
 			free_blob(&b);

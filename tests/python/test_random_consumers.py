@@ -38,7 +38,14 @@ FIRST = int(os.environ.get("CYPATCH_RANDOM_SEED", "1"))
 # (module state, gcc -O3: the names' offset was looked for after the
 # import, and a stack slot's displacement equal to it took the patch;
 # 1362: the same under CPython 3.9, where the output crashed at import)
-REGRESSIONS = [1042, 1090, 1138, 1173, 1362]
+REGRESSIONS = [1042, 1090, 1138, 1173, 1362, 1028, 1371]
+# seeds whose every patch was once refused although the scan can follow
+# them (Cython 3.3.1 built by clang): each must be patched, not refused
+MUST_PATCH = {
+    1028: "clang -Os lays the LZSS decoder's check of the input consumed out past its error paths",
+    1371: "clang places the bytes length array right after the str one: a str array one entry "
+          "longer fits the same lengths, and no loop runs its count",
+}
 # consumers of the generator before this one that once failed, kept as
 # source (random_regressions/: their first line says how they were built)
 FROZEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "random_regressions")
@@ -151,6 +158,7 @@ def test_patched_consumer_observes_what_one_built_for_the_target_does(seed, buil
     dest = str(tmp_path / os.path.basename(so))
     proc = cypatch("--target-layout", target if mode == "retarget" else "fallback", "-o", dest, so)
     tally(seed, built_as, mode, proc)
+    assert seed not in MUST_PATCH or proc.returncode == 0, (MUST_PATCH.get(seed), proc.stderr, replay(seed))
     if proc.returncode:
         assert_refused(proc, "", dest)
         return
