@@ -305,33 +305,42 @@ static cp_status patch_imm(struct planner *pl, uint64_t insn, uint64_t mask, uin
 	return cp_plan_add_edit(pl, CP_EDIT_IMM, foff, bytes, size, insn, 0, what);
 }
 
+/* The entry's length in its template word. */
+static cp_status patch_cell(struct planner *pl, const struct cp_blob_entry *e, uint64_t mask, size_t newlen,
+			    const char *what)
+{
+	uint64_t off;
+	const uint8_t *p;
+	uint32_t w;
+
+	if (!cp_plan_file_off(pl, e->cell_va, 4, &off) || !(p = cp_image_bytes(pl->img, off, 4)))
+		return cp_fail(pl->err, CP_E_INPUT, "%s: a length template lies outside the file", pl->img->path);
+	memcpy(&w, p, 4);
+	w = (uint32_t)((w & ~mask) | newlen);
+	return cp_plan_add_edit(pl, CP_EDIT_WORD, off, &w, 4, e->cell_va, 0, what);
+}
+
 static cp_status patch_entry_length(struct planner *pl, const struct cp_blob *b, size_t k, size_t newlen)
 {
 	const struct cp_blob_entry *e = &b->entry[k];
 	unsigned bits = e->is_bytes ? b->bytes_bits : b->str_bits;
 	uint64_t mask = bits >= 32 ? 0xffffffffull : (1ull << bits) - 1;
 	char what[96];
+	cp_status st;
 
 	snprintf(what, sizeof(what), "length of blob entry %zu: %llu -> %zu", k,
 		 (unsigned long long)e->length, newlen);
-	if (e->folded)
-		return patch_imm(pl, e->cell_insn, 0xffffffffull, e->length, newlen, what);
+	if (e->folded) {
+		st = patch_imm(pl, e->cell_insn, 0xffffffffull, e->length, newlen, what);
+		if (st || !e->cell_va)
+			return st;
+	}
 	if (newlen > mask)
 		return cp_fail(pl->err, CP_E_INPUT,
 			       "%s: blob entry %zu needs length %zu, and its %u-bit length field holds at most %llu",
 			       pl->img->path, k, newlen, bits, (unsigned long long)mask);
-	if (e->cell_va) {
-		uint64_t off;
-		const uint8_t *p;
-		uint32_t w;
-
-		if (!cp_plan_file_off(pl, e->cell_va, 4, &off) || !(p = cp_image_bytes(pl->img, off, 4)))
-			return cp_fail(pl->err, CP_E_INPUT, "%s: a length template lies outside the file",
-				       pl->img->path);
-		memcpy(&w, p, 4);
-		w = (uint32_t)((w & ~mask) | newlen);
-		return cp_plan_add_edit(pl, CP_EDIT_WORD, off, &w, 4, e->cell_va, 0, what);
-	}
+	if (e->cell_va)
+		return patch_cell(pl, e, mask, newlen, what);
 	return patch_imm(pl, e->cell_insn, mask, e->length, newlen, what);
 }
 

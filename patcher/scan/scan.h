@@ -99,7 +99,8 @@ struct cp_blob_entry {
 	bool is_bytes;
 	uint64_t cell_insn; /* the instruction that wrote the cell */
 	uint64_t cell_va;   /* the template word it was copied from, or 0 */
-	bool folded;        /* no cell: the length is an immediate of a call */
+	bool folded;        /* the length is an immediate of a call (cell_insn), and
+			     * cell_va, where set, an unread copy of it */
 	uint64_t ptr_insn;  /* folded: the instruction that points at the entry's data */
 	uint64_t call_insn; /* folded: the call that reads it */
 	uint64_t import_call; /* import-signature constants: their module's PyImport_ImportModule call */

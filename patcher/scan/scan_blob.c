@@ -766,6 +766,44 @@ static bool search(const struct search *q, const struct cands *cs, struct cp_blo
 	return best_score > 0;
 }
 
+/* clang unrolls 3.2's loop over the bytes entries into a call per entry,
+ * the entry's length and offset immediates of it, and keeps the lengths in
+ * the array too, where nothing reads them any more: where the function's
+ * bytes-making calls, in order, carry exactly the lengths of the entries
+ * after the str ones, those entries are folded into them (the calls'
+ * immediates patched), their template cells kept (patched as well: what a
+ * scan of the output reads). unrolled_at: whether the calls from the j-th
+ * on are those entries'. */
+static bool unrolled_at(const struct cp_frame *f, const struct cp_blob *b, size_t j)
+{
+	size_t k;
+
+	for (k = b->nstr; k < b->nentries; k++, j++)
+		if (j == f->narglens || !f->arglens[j].is_bytes || f->arglens[j].len != b->entry[k].length ||
+		    !f->arglens[j].set || !f->arglens[j].ptr_set)
+			return false;
+	return true;
+}
+
+static void fold_unrolled(const struct cp_frame *f, struct cp_blob *b)
+{
+	size_t k, j;
+
+	for (k = b->nstr; k < b->nentries; k++)
+		if (b->entry[k].folded || !b->entry[k].cell_va)
+			return;
+	for (j = 0; b->nstr < b->nentries && j < f->narglens && !unrolled_at(f, b, j); j++)
+		;
+	if (b->nstr == b->nentries || j == f->narglens)
+		return;
+	for (k = b->nstr; k < b->nentries; k++, j++) {
+		b->entry[k].cell_insn = f->arglens[j].set;
+		b->entry[k].ptr_insn = f->arglens[j].ptr_set;
+		b->entry[k].call_insn = f->arglens[j].insn;
+		b->entry[k].folded = true;
+	}
+}
+
 /* The counts of the loops of the function [start, end). */
 static cp_status loop_counts(const cp_scan *s, uint64_t start, uint64_t end, struct loops *l, cp_error *err)
 {
@@ -851,6 +889,8 @@ static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, char *w
 	q.st = st;
 	if (!rc && search(&q, &cs, &b)) {
 		str_loop_runs(s, &b, &loops, &ok, why, whyn);
+		if (ok)
+			fold_unrolled(&f, &b);
 		if (ok)
 			rc = add_blob(s, &b, start, err);
 		else

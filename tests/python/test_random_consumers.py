@@ -37,8 +37,11 @@ FIRST = int(os.environ.get("CYPATCH_RANDOM_SEED", "1"))
 # it in place, leaving the string table's length: 'cuda.bindi'); 1138
 # (module state, gcc -O3: the names' offset was looked for after the
 # import, and a stack slot's displacement equal to it took the patch;
-# 1362: the same under CPython 3.9, where the output crashed at import)
-REGRESSIONS = [1042, 1090, 1138, 1173, 1362, 1028, 1371]
+# 1362: the same under CPython 3.9, where the output crashed at import);
+# 2309 (Cython 3.2.9, clang -O2, C++, limited API: the bytes loop unrolled
+# into calls with the lengths as immediates, and the array's unread copy
+# of them took the patch: the output imported the name 'n')
+REGRESSIONS = [1042, 1090, 1138, 1173, 1362, 2309, 1028, 1371]
 # seeds whose every patch was once refused although the scan can follow
 # them (Cython 3.3.1 built by clang): each must be patched, not refused
 MUST_PATCH = {
