@@ -243,6 +243,15 @@ void cp_repair_result_free(struct cp_repair_result *res);
 cp_status cp_predict(const char *path, const cp_rules *rules, const char *site,
 		     struct json_t **result, bool *ok, cp_error *err);
 
+/* `check --release`: cp_predict's answer under each release rels[0, nrels)
+ * of the knowledge base (releases.h), from what the base holds of each
+ * (its modules and their capsules) instead of files: {"date", "releases":
+ * [{"distribution", "version", "extensions": [as cp_predict's], "ok"}],
+ * "ok"}. */
+struct cp_releases;
+cp_status cp_predict_releases(const char *path, const cp_rules *rules, const struct cp_releases *kb,
+			      const size_t *rels, size_t nrels, struct json_t **result, bool *ok, cp_error *err);
+
 /* ---- `cypatch verify`: proof by loading ---- */
 
 struct cp_verify_opts {

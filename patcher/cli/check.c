@@ -7,6 +7,7 @@
 
 static const char usage[] =
 	"usage: cypatch check --against SITE_PACKAGES [--json] EXT.so|WHEEL\n"
+	"       cypatch check --release SPEC [--release SPEC ...] [--json] EXT.so|WHEEL...\n"
 	"\n"
 	"Predicts, without running Python, what importing the extension (or each\n"
 	"extension of the wheel that references a mapped layout) will do with the\n"
@@ -26,7 +27,18 @@ static const char usage[] =
 	"of a mapped module that the site lacks, not under a handler that swallows\n"
 	"ImportError, is a failure of the extension, named with its file and line.\n"
 	"\n"
+	"With --release, the same prediction under every cuda-python and cuda-bindings\n"
+	"release cypatch knows (`cypatch releases`) that SPEC names and that ships for\n"
+	"the consumer's Python, from what cypatch holds of each release (its modules\n"
+	"and exported capsules) instead of files: one line per release, \"binds\" or the\n"
+	"failure of each extension. SPEC is 'all' or a distribution with PEP 440\n"
+	"specifiers ('cuda-bindings>=12.9,<14', 'cuda-python'). For a wheel, its own\n"
+	"Requires-Dist on cuda-python / cuda-bindings is set against the verdicts:\n"
+	"the releases it admits where the wheel fails (floor too low), and those it\n"
+	"forbids where the wheel binds.\n"
+	"\n"
 	"  --against DIR  the site-packages directory to check against\n"
+	"  --release SPEC the releases to check against (repeatable)\n"
 	"  --json         print the prediction as JSON\n"
 	"  --rules FILE   add a rules file to the built-in ones\n"
 	"  -h, --help     show this help\n"
@@ -73,28 +85,71 @@ static void print_text(const json_t *r)
 	printf("%s\n", json_is_true(json_object_get(r, "ok")) ? "binds" : "FAILS");
 }
 
+/* check --against: the exit status. */
+static int against(const char *path, const cp_rules *rules, const char *site, int json, cp_error *err)
+{
+	json_t *result = NULL;
+	bool ok = false;
+	cp_status st = cp_predict(path, rules, site, &result, &ok, err);
+
+	if (!st && json)
+		st = cli_print_json(result);
+	else if (!st)
+		print_text(result);
+	json_decref(result);
+	if (st)
+		return cli_error(err);
+	return ok ? 0 : CP_E_FAILED;
+}
+
+/* How grave an exit status is: a usage error, then any error, then a
+ * predicted failure. */
+static int gravity(int rc)
+{
+	return rc == CP_E_USAGE ? 3 : rc == CP_E_FAILED ? 1 : rc ? 2 : 0;
+}
+
+/* check --release of each file; the gravest exit status. */
+static int releases_of_all(char **paths, int n, const char *const *specs, size_t nspecs, const cp_rules *rules,
+			   int json)
+{
+	int worst = 0, rc, i;
+
+	for (i = 0; i < n; i++) {
+		rc = check_releases(paths[i], specs, nspecs, rules, json);
+		if (gravity(rc) > gravity(worst))
+			worst = rc;
+	}
+	return worst;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "against", required_argument, NULL, 'a' },
+		{ "release", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct cli_rules rules_files = { { NULL }, 0 };
-	const char *site = NULL;
+	const char *site = NULL, *specs[16];
+	size_t nspecs = 0;
 	int json = 0, c;
 	cp_rules *rules = NULL;
 	cp_error err = { CP_OK, "" };
-	json_t *result = NULL;
-	bool ok = false;
 	cp_status st;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a': site = optarg; break;
+		case 'R':
+			if (nspecs == sizeof(specs) / sizeof(specs[0]))
+				return cli_usage_error("check", "%s", "too many --release");
+			specs[nspecs++] = optarg;
+			break;
 		case 'j': json = 1; break;
 		case 'r':
 			if (cli_add_rules(&rules_files, "check", optarg))
@@ -107,18 +162,17 @@ int cmd_check(int argc, char **argv)
 			return cli_usage_error("check", "%s", "unknown option");
 		}
 	}
-	if (!site || argc - optind != 1)
-		return cli_usage_error("check", "%s", "needs --against SITE_PACKAGES and one EXT.so or WHEEL");
+	if (!site == !nspecs || argc - optind < 1 || ((site || json) && argc - optind != 1))
+		return cli_usage_error("check", "%s", "needs --against SITE_PACKAGES and one EXT.so or WHEEL, "
+				       "or --release SPEC and EXT.so or WHEEL files (one with --json)");
 	st = cli_load_rules(&rules, rules_files.file, rules_files.n, &err);
+	if (!st && nspecs) {
+		c = releases_of_all(argv + optind, argc - optind, specs, nspecs, rules, json);
+		cp_rules_free(rules);
+		return c;
+	}
 	if (!st)
-		st = cp_predict(argv[optind], rules, site, &result, &ok, &err);
-	if (!st && json)
-		st = cli_print_json(result);
-	else if (!st)
-		print_text(result);
-	json_decref(result);
+		c = against(argv[optind], rules, site, json, &err);
 	cp_rules_free(rules);
-	if (st)
-		return cli_error(&err);
-	return ok ? 0 : CP_E_FAILED;
+	return st ? cli_error(&err) : c;
 }

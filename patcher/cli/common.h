@@ -27,6 +27,9 @@ int cli_print_json(const json_t *doc);
 /* The built-in rules plus the files given with --rules. */
 cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, cp_error *err);
 
+/* check --release (check_releases.c): the exit status. */
+int check_releases(const char *path, const char *const *specs, size_t nspecs, const cp_rules *rules, int json);
+
 int cmd_show(int argc, char **argv);
 int cmd_retarget(int argc, char **argv);
 int cmd_repair(int argc, char **argv);

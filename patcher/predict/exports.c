@@ -2,6 +2,7 @@
  * exports.c - a provider's exported capsules (see exports.h).
  */
 #include "predict/exports.h"
+#include "releases/releases.h"
 #include "arch/code.h"
 #include "util/error.h"
 #include "scan/scan.h"
@@ -192,6 +193,23 @@ cp_status cp_exports_from_blob(const struct cp_scan *scan, struct cp_exports *ou
 		}
 	}
 	return b.st;
+}
+
+cp_status cp_exports_of_release(const cp_releases *kb, size_t rel, const char *module, struct cp_exports *out,
+				cp_error *err)
+{
+	cp_status st = CP_OK;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; !st && i < kb->nitem; i++) {
+		const struct cp_release_item *it = &kb->item[i];
+
+		if ((it->kind == CP_REL_FUNCTION || it->kind == CP_REL_VARIABLE) && !strcmp(it->module, module) &&
+		    cp_releases_has(kb, i, rel))
+			st = add(out, it->name, it->sig, it->kind == CP_REL_VARIABLE, err);
+	}
+	return st;
 }
 
 void cp_exports_free(struct cp_exports *e)

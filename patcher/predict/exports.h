@@ -24,6 +24,12 @@ cp_status cp_exports_read(const cp_image *img, struct cp_exports *out, cp_error 
  * no import loads: adds those of the provider's scan to out. */
 cp_status cp_exports_from_blob(const struct cp_scan *scan, struct cp_exports *out, cp_error *err);
 
+/* The capsules module exports in release rel of the knowledge base (what
+ * `show --exports` read from that release's wheel). */
+struct cp_releases;
+cp_status cp_exports_of_release(const struct cp_releases *kb, size_t rel, const char *module,
+				struct cp_exports *out, cp_error *err);
+
 const struct cp_export *cp_exports_find(const struct cp_exports *e, const char *name);
 
 #endif

@@ -280,18 +280,16 @@ static cp_status note_import(struct cp_chain *ch, size_t self, const char *name,
 	return CP_OK;
 }
 
-cp_status cp_chain_note_scan(struct cp_chain *ch, const char *member, const cp_scan *s, cp_error *err)
+cp_status cp_chain_note_imports(struct cp_chain *ch, const char *member, const char *const *modules, size_t n,
+				cp_error *err)
 {
 	size_t self = by_member(ch, member), i;
 	cp_status st = CP_OK;
 
 	if (self == NONE)
 		return CP_OK;
-	/* module init imports the cimported modules first, then runs the body */
-	for (i = 0; !st && i < s->nblocks; i++)
-		st = s->blocks[i].module ? note_import(ch, self, s->blocks[i].module, err) : CP_OK;
-	for (i = 0; !st && i < s->npynames; i++)
-		st = note_import(ch, self, s->pynames[i], err);
+	for (i = 0; !st && i < n; i++)
+		st = note_import(ch, self, modules[i], err);
 	return st;
 }
 

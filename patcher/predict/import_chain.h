@@ -50,9 +50,11 @@ cp_status cp_chain_open(struct cp_wheel *w, const cp_rules *rules, unsigned majo
  * NULL); else 0. */
 unsigned cp_chain_tree_major(const struct cp_wheel *w, const char *name, size_t *head);
 
-/* What the extension `member` of the wheel imports of the wheel's modules,
- * from its scan. */
-cp_status cp_chain_note_scan(struct cp_chain *ch, const char *member, const cp_scan *s, cp_error *err);
+/* The modules the extension `member` of the wheel imports when its init
+ * runs, in order (its scan's: the cimported ones, then its body's); those
+ * of the wheel are followed. */
+cp_status cp_chain_note_imports(struct cp_chain *ch, const char *member, const char *const *modules, size_t n,
+				cp_error *err);
 
 /* exts: the predictions for the wheel's extensions ({"file": member,
  * "failures": [...], "skipped"?}). For each not skipped, the first failure

@@ -9,6 +9,7 @@
 #include "elf/image.h"
 #include "predict/import_time.h"
 #include "predict/import_chain.h"
+#include "releases/releases.h"
 #include "rules/rules.h"
 #include "scan/scan.h"
 #include "wheel/wheel.h"
@@ -25,7 +26,9 @@
 
 struct ctx {
 	const cp_rules *rules;
-	const char *site;
+	const char *site;     /* the site-packages directory, or NULL: ... */
+	const cp_releases *kb; /* ... a release of the knowledge base */
+	size_t rel;
 	const char *suffix;   /* the consumer's ".cpython-311-x86_64-linux-gnu.so" */
 	char ext[64];         /* the target interpreter's, or "" when not known */
 	unsigned cuda_major;  /* of the site's cuda-bindings (or cuda-python), or 0 */
@@ -91,6 +94,32 @@ static bool one_interpreter_file(const char *dir, const char *name, int len, cha
 /* Where `module` would be imported from under the site: its extension
  * file, "" for a Python module or package, or NULL with *missing set to
  * the first name the import system would not find. */
+/* resolve() in a release of the knowledge base: an extension's file is
+ * "release:MODULE" (read_exports takes its capsules from the base). */
+static bool resolve_in_release(const struct ctx *c, const char *module, char *file, size_t n, char *missing,
+			       size_t mn)
+{
+	const char *dot;
+	char prefix[1024];
+	enum cp_release_module m;
+
+	file[0] = '\0';
+	for (dot = strchr(module, '.');; dot = strchr(dot + 1, '.')) {
+		size_t len = dot ? (size_t)(dot - module) : strlen(module);
+
+		if (len >= sizeof(prefix) || (size_t)snprintf(missing, mn, "%.*s", (int)len, module) >= mn)
+			return false;
+		memcpy(prefix, module, len);
+		prefix[len] = '\0';
+		m = cp_releases_module(c->kb, c->rel, prefix);
+		if (m == CP_RELMOD_ABSENT || (dot && m == CP_RELMOD_EXTENSION))
+			return false;
+		if (!dot)
+			break;
+	}
+	return m != CP_RELMOD_EXTENSION || (size_t)snprintf(file, n, "release:%s", module) < n;
+}
+
 static bool resolve(const struct ctx *c, const char *module, char *file, size_t n, char *missing, size_t mn)
 {
 	char path[4400], probe[4400];
@@ -99,6 +128,8 @@ static bool resolve(const struct ctx *c, const char *module, char *file, size_t 
 	const char *suffixes[] = { c->ext, ".abi3.so", ".so" };
 	size_t k;
 
+	if (c->kb)
+		return resolve_in_release(c, module, file, n, missing, mn);
 	file[0] = '\0';
 	if ((size_t)snprintf(path, sizeof(path), "%s", c->site) >= sizeof(path))
 		return false;
@@ -141,6 +172,8 @@ static void fail(struct ctx *c, const char *fmt, const char *a, const char *b, c
  * --exports` lists). */
 static cp_status read_exports(struct ctx *c, const char *file, struct cp_exports *ex)
 {
+	if (c->kb)
+		return cp_exports_of_release(c->kb, c->rel, file + strlen("release:"), ex, c->err);
 	return cp_exports_of_file(file, c->rules, ex, c->err);
 }
 
@@ -361,24 +394,19 @@ static bool judged_import(const cp_rules *rules, const struct cp_ref *r)
 
 /* The imports judged_import takes, those made at import time; the others
  * are listed as deferred. */
-static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_scan *s)
+static cp_status check_pyimports(struct ctx *c, const cp_scan *s, const enum cp_when *when)
 {
 	char file[4096], missing[4096], full[1024];
-	cp_import_time *t = NULL;
 	cp_status st = CP_OK;
 	size_t i;
 
 	for (i = 0; !st && i < s->nrefs; i++) {
 		const struct cp_ref *r = &s->refs[i];
 		const char *other;
-		enum cp_when w;
+		enum cp_when w = when[i];
 
 		if (!judged_import(c->rules, r))
 			continue;
-		if (!t && (st = cp_import_time_open(img, s->modname, &t, c->err)) != CP_OK)
-			break;
-		if ((st = ref_when(s, t, r, &w, c->err)) != CP_OK)
-			break;
 		if (w != CP_WHEN_AT_IMPORT) {
 			defer(c, r, w);
 			continue;
@@ -409,6 +437,29 @@ static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_sc
 		else
 			fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
 	}
+	return st;
+}
+
+/* When each import check_pyimports judges runs (else at import time). */
+static cp_status import_times(const struct ctx *c, const cp_image *img, const cp_scan *s, enum cp_when **out,
+			      cp_error *err)
+{
+	cp_import_time *t = NULL;
+	cp_status st = CP_OK;
+	size_t i;
+
+	*out = calloc(s->nrefs ? s->nrefs : 1, sizeof(**out));
+	if (!*out)
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	for (i = 0; !st && i < s->nrefs; i++) {
+		(*out)[i] = CP_WHEN_AT_IMPORT;
+		if (!judged_import(c->rules, &s->refs[i]))
+			continue;
+		if (!t)
+			st = cp_import_time_open(img, s->modname, &t, err);
+		if (!st)
+			st = ref_when(s, t, &s->refs[i], &(*out)[i], err);
+	}
 	cp_import_time_close(t);
 	return st;
 }
@@ -420,9 +471,9 @@ static cp_status check_pyimports(struct ctx *c, const cp_image *img, const cp_sc
  * its path (lib/python3.11/site-packages) and the consumer's machine (its
  * arch's triplet).
  */
-static void interpreter_suffix(struct ctx *c, const cp_image *img)
+static void interpreter_suffix(struct ctx *c, const char *triplet)
 {
-	const char *p = strstr(c->site, "/python3."), *triplet;
+	const char *p = c->site ? strstr(c->site, "/python3.") : NULL;
 	unsigned minor;
 	char tail;
 
@@ -431,52 +482,148 @@ static void interpreter_suffix(struct ctx *c, const cp_image *img)
 		snprintf(c->ext, sizeof(c->ext), "%s", c->suffix);
 		return;
 	}
-	triplet = img->arch->triplet;
 	if (p && sscanf(p, "/python3.%u%c", &minor, &tail) == 2 && tail == '/' && minor < 100)
 		snprintf(c->ext, sizeof(c->ext), ".cpython-3%u-%s.so", minor, triplet);
 }
 
-/* One extension file: its prediction appended to exts. */
-static cp_status predict_file(struct ctx *c, const char *file, const char *label, json_t *exts, cp_error *err)
+/* An extension read and scanned once, then judged under each site or
+ * release: what the judgement needs of it, its image closed (a wheel's
+ * extensions are more than the files cypatch maps at once). */
+struct unit {
+	char *label;         /* the path, or the wheel's member name */
+	cp_scan *scan;       /* its references (the walk freed) */
+	enum cp_when *when;  /* when each reference's import runs */
+	char **imports;      /* the modules its init imports, in order */
+	size_t nimports;
+	const char *triplet; /* its machine's */
+	unsigned tree;       /* the CUDA major of its tree (pkg/cu12/), or 0 */
+};
+
+/* What check reads of its input: its Cython extensions, and for a wheel
+ * the wheel (its Python code is read for each judgement). */
+struct units {
+	struct unit *v;
+	size_t n;
+	struct cp_wheel *w;
+	struct cp_chain *chain[4]; /* a wheel's modules, by the CUDA major ... */
+	unsigned major[4];         /* ... whose tree the package imports */
+	size_t nchain;
+};
+
+static void unit_free(struct unit *x)
+{
+	size_t i;
+
+	for (i = 0; i < x->nimports; i++)
+		free(x->imports[i]);
+	free(x->imports);
+	free(x->when);
+	free(x->label);
+	cp_scan_free(x->scan);
+}
+
+static void units_free(struct units *u)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++)
+		unit_free(&u->v[i]);
+	free(u->v);
+	for (i = 0; i < u->nchain; i++)
+		cp_chain_free(u->chain[i]);
+	cp_wheel_close(u->w);
+	memset(u, 0, sizeof(*u));
+}
+
+/* The modules the extension's init imports: the cimported ones first,
+ * then those of its body (what import_chain.h follows). */
+static cp_status unit_imports(const cp_scan *s, struct unit *x, cp_error *err)
+{
+	size_t i;
+
+	x->imports = calloc(s->nblocks + s->npynames + 1, sizeof(char *));
+	if (!x->imports)
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	for (i = 0; i < s->nblocks + s->npynames; i++) {
+		const char *m = i < s->nblocks ? s->blocks[i].module : s->pynames[i - s->nblocks];
+
+		if (m && !(x->imports[x->nimports++] = strdup(m)))
+			return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	}
+	return CP_OK;
+}
+
+/* Reads and scans one extension file, kept in u when it is a Cython
+ * module; a scan that notes what it could not follow is an error. */
+static cp_status read_unit(struct ctx *c, const char *file, const char *label, unsigned tree, struct units *u,
+			   cp_error *err)
 {
 	cp_image *img = NULL;
-	cp_scan *scan = NULL;
-	json_t *bound = json_object();
-	const char *base = strrchr(label, '/');
+	struct unit x = { NULL, NULL, NULL, NULL, 0, NULL, tree };
+	struct unit *more = NULL;
 	cp_status st = cp_image_open(file, &img, err);
+
+	if (!st && !cp_scan_is_module(img)) {
+		cp_image_close(img);
+		return CP_OK;
+	}
+	if (!st)
+		st = cp_scan_run(img, c->rules, &x.scan, err);
+	/* a prediction from what the scan could not see would be a guess */
+	if (!st && x.scan->incomplete[0])
+		st = cp_fail(err, CP_E_INPUT, "%s: %s", label, x.scan->incomplete);
+	if (!st)
+		st = import_times(c, img, x.scan, &x.when, err);
+	if (!st)
+		st = unit_imports(x.scan, &x, err);
+	st = cp_image_settle(img, st, err);
+	if (!st) {
+		x.triplet = img->arch->triplet;
+		x.label = strdup(label);
+		more = x.label ? realloc(u->v, (u->n + 1) * sizeof(*more)) : NULL;
+		if (!more)
+			st = cp_fail(err, CP_E_INTERNAL, "out of memory");
+	}
+	if (!st) {
+		cp_scan_free_walk(x.scan);
+		u->v = more;
+		u->v[u->n++] = x;
+	} else {
+		unit_free(&x);
+	}
+	cp_image_close(img);
+	return st;
+}
+
+/* One extension: its prediction appended to exts, when it references a
+ * layout. */
+static cp_status predict_unit(struct ctx *c, const struct unit *x, json_t *exts)
+{
+	json_t *bound = json_object();
+	const char *base = strrchr(x->label, '/');
+	cp_status st = CP_OK;
 
 	c->failures = json_array();
 	c->deferred = json_array();
-	c->suffix = strchr(base ? base + 1 : label, '.');
+	c->suffix = strchr(base ? base + 1 : x->label, '.');
 	if (!c->suffix)
 		c->suffix = ".so";
-	if (!st)
-		interpreter_suffix(c, img);
-	if (!st && !cp_scan_is_module(img))
-		goto done;
-	if (!st)
-		st = cp_scan_run(img, c->rules, &scan, err);
-	if (!st && c->chain)
-		st = cp_chain_note_scan(c->chain, label, scan, err);
-	/* a prediction from what the scan could not see would be a guess */
-	if (!st && scan->incomplete[0])
-		st = cp_fail(err, CP_E_INPUT, "%s: %s", label, scan->incomplete);
-	if (st || !scan->layouts_seen)
-		goto done;
-	st = check_cimports(c, scan, bound);
-	if (!st)
-		st = check_pyimports(c, img, scan);
-	if (!st)
-		json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O, s:O}", "file", label, "module",
-						      scan->modname, "fallback", scan->fallback, "binds", bound,
-						      "failures", c->failures, "deferred", c->deferred));
-done:
-	st = cp_image_settle(img, st, err);
+	interpreter_suffix(c, x->triplet);
+	if (c->chain)
+		st = cp_chain_note_imports(c->chain, x->label, (const char *const *)x->imports, x->nimports, c->err);
+	if (!st && x->scan->layouts_seen) {
+		st = check_cimports(c, x->scan, bound);
+		if (!st)
+			st = check_pyimports(c, x->scan, x->when);
+		if (!st)
+			json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O, s:O}", "file", x->label,
+							      "module", x->scan->modname, "fallback",
+							      x->scan->fallback, "binds", bound, "failures",
+							      c->failures, "deferred", c->deferred));
+	}
 	json_decref(bound);
 	json_decref(c->failures);
 	json_decref(c->deferred);
-	cp_scan_free(scan);
-	cp_image_close(img);
 	return st;
 }
 
@@ -533,69 +680,94 @@ static cp_status predict_python(struct ctx *c, json_t *exts, cp_error *err)
 	return cp_chain_predict(c->chain, exts, resolves, c, err);
 }
 
-static cp_status predict_wheel(struct ctx *c, const char *path, json_t *exts, cp_error *err)
+/* Every extension member of a wheel, read into u. */
+static cp_status read_wheel(struct ctx *c, const char *path, struct units *u, cp_error *err)
 {
-	struct cp_wheel *w = NULL;
 	char dir[] = "/tmp/cypatch-check-XXXXXX", tmp[4200];
-	cp_status st = cp_wheel_open(path, &w, err);
+	cp_status st = cp_wheel_open(path, &u->w, err);
 	size_t i;
 
-	if (!st)
-		st = cp_chain_open(w, c->rules, c->cuda_major, &c->chain, err);
 	if (!st && !mkdtemp(dir))
 		st = cp_fail(err, CP_E_IO, "cannot create a temporary directory");
-	for (i = 0; !st && w && i < w->n; i++) {
+	for (i = 0; !st && i < u->w->n; i++) {
+		const char *name = u->w->m[i].name;
 		uint8_t *data;
 		size_t len;
 
-		unsigned tree = cp_chain_tree_major(w, w->m[i].name, NULL);
-		size_t before = json_array_size(exts);
-
-		if (w->m[i].dir || !strstr(w->m[i].name, ".so"))
+		if (u->w->m[i].dir || !strstr(name, ".so"))
 			continue;
 		snprintf(tmp, sizeof(tmp), "%s/x.so", dir);
-		st = cp_wheel_read(w, i, &data, &len, err);
+		st = cp_wheel_read(u->w, i, &data, &len, err);
 		if (!st) {
 			st = cp_write_temp(tmp, data, len, 0644, tmp, sizeof(tmp), err);
 			free(data);
 		}
 		if (!st) {
-			st = predict_file(c, tmp, w->m[i].name, exts, err);
+			st = read_unit(c, tmp, name, cp_chain_tree_major(u->w, name, NULL), u, err);
 			if (st)
-				cp_fail_about_member(err, st, tmp, path, w->m[i].name);
+				cp_fail_about_member(err, st, tmp, path, name);
 			unlink(tmp);
 			cp_cleanup_remove(tmp); /* registered by cp_write_temp, never renamed */
 		}
-		if (!st && json_array_size(exts) > before && tree && c->cuda_major && tree != c->cuda_major)
-			skip_tree(exts, tree, c->cuda_major);
 	}
-	if (!st)
-		st = predict_python(c, exts, err);
-	cp_chain_free(c->chain);
-	c->chain = NULL;
-	if (w)
+	if (u->w)
 		rmdir(dir);
-	cp_wheel_close(w);
 	return st;
 }
 
-cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
-		     cp_error *err)
+/* What check reads of path (a wheel or an extension), into u. */
+static cp_status read_units(struct ctx *c, const char *path, struct units *u, cp_error *err)
 {
-	struct ctx c = { rules, site, NULL, "", site_cuda_major(site), NULL, NULL, err, NULL, NULL, 0 };
-	json_t *exts = json_array(), *e;
-	size_t n = strlen(path), i;
+	size_t n = strlen(path);
+
+	memset(u, 0, sizeof(*u));
+	if (n > 4 && !strcmp(path + n - 4, ".whl"))
+		return read_wheel(c, path, u, err);
+	return read_unit(c, path, path, 0, u, err);
+}
+
+/* The extensions' predictions under c's site or release, then (a wheel)
+ * the Python code each import runs first; *ok whether every one binds. */
+/* The index of the wheel's modules for the CUDA major c names, made once
+ * (a wheel's Python sources are read for each major, not each release). */
+static cp_status chain_of(struct ctx *c, struct units *u, cp_error *err)
+{
+	size_t i;
 	cp_status st;
 
-	*result = NULL;
-	*ok = false;
-	if (!is_dir(site)) {
-		json_decref(exts);
-		return cp_fail(err, CP_E_USAGE, "%s: not a directory", site);
+	for (i = 0; i < u->nchain && u->major[i] != c->cuda_major; i++)
+		;
+	if (i == sizeof(u->chain) / sizeof(u->chain[0]))
+		return cp_fail(err, CP_E_INTERNAL, "more CUDA majors than check keeps");
+	if (i == u->nchain) {
+		st = cp_chain_open(u->w, c->rules, c->cuda_major, &u->chain[i], err);
+		if (st)
+			return st;
+		u->major[u->nchain++] = c->cuda_major;
 	}
-	st = n > 4 && !strcmp(path + n - 4, ".whl") ? predict_wheel(&c, path, exts, err)
-						       : predict_file(&c, path, path, exts, err);
-	forget_exports(&c);
+	c->chain = u->chain[i];
+	return CP_OK;
+}
+
+static cp_status predict_units(struct ctx *c, const char *path, struct units *u, json_t **out, bool *ok,
+			       cp_error *err)
+{
+	json_t *exts = json_array(), *e;
+	cp_status st = u->w ? chain_of(c, u, err) : CP_OK;
+	size_t i;
+
+	for (i = 0; !st && i < u->n; i++) {
+		size_t before = json_array_size(exts);
+
+		st = predict_unit(c, &u->v[i], exts);
+		if (!st && json_array_size(exts) > before && u->v[i].tree && c->cuda_major &&
+		    u->v[i].tree != c->cuda_major)
+			skip_tree(exts, u->v[i].tree, c->cuda_major);
+	}
+	if (!st && c->chain)
+		st = predict_python(c, exts, err);
+	c->chain = NULL;
+	forget_exports(c);
 	if (!st && !json_array_size(exts))
 		st = cp_fail(err, CP_E_INPUT, "%s: references no module the rules map; nothing to check", path);
 	if (st) {
@@ -605,6 +777,60 @@ cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, 
 	*ok = true;
 	json_array_foreach(exts, i, e)
 		*ok = *ok && !json_array_size(json_object_get(e, "failures"));
-	*result = json_pack("{s:s, s:o, s:b}", "site", site, "extensions", exts, "ok", *ok);
+	*out = exts;
+	return CP_OK;
+}
+
+cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
+		     cp_error *err)
+{
+	struct ctx c = { rules, site, NULL, 0, NULL, "", site_cuda_major(site), NULL, NULL, err, NULL, NULL, 0 };
+	struct units u;
+	json_t *exts = NULL;
+	cp_status st;
+
+	*result = NULL;
+	*ok = false;
+	if (!is_dir(site))
+		return cp_fail(err, CP_E_USAGE, "%s: not a directory", site);
+	st = read_units(&c, path, &u, err);
+	if (!st)
+		st = predict_units(&c, path, &u, &exts, ok, err);
+	units_free(&u);
+	if (!st)
+		*result = json_pack("{s:s, s:o, s:b}", "site", site, "extensions", exts, "ok", *ok);
+	return st;
+}
+
+cp_status cp_predict_releases(const char *path, const cp_rules *rules, const cp_releases *kb, const size_t *rels,
+			      size_t nrels, json_t **result, bool *ok, cp_error *err)
+{
+	struct ctx c = { rules, NULL, kb, 0, NULL, "", 0, NULL, NULL, err, NULL, NULL, 0 };
+	json_t *cells = json_array(), *exts = NULL;
+	struct units u;
+	cp_status st = read_units(&c, path, &u, err);
+	bool binds;
+	size_t i;
+
+	*result = NULL;
+	*ok = true;
+	for (i = 0; !st && i < nrels; i++) {
+		c.rel = rels[i];
+		c.cuda_major = (unsigned)strtoul(kb->rel[rels[i]].version, NULL, 10);
+		st = predict_units(&c, path, &u, &exts, &binds, err);
+		if (!st)
+			json_array_append_new(cells, json_pack("{s:s, s:s, s:o, s:b}", "distribution",
+							       kb->rel[rels[i]].dist, "version",
+							       kb->rel[rels[i]].version, "extensions", exts,
+							       "ok", binds));
+		*ok = *ok && binds;
+	}
+	units_free(&u);
+	if (st) {
+		json_decref(cells);
+		*ok = false;
+		return st;
+	}
+	*result = json_pack("{s:s, s:o, s:b}", "date", kb->date, "releases", cells, "ok", *ok);
 	return CP_OK;
 }

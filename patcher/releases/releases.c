@@ -3,9 +3,12 @@
  * or capsule per line, each item with the ranges of releases that have it.
  */
 #include "releases/releases.h"
+#include "releases/pep440.h"
 #include "util/error.h"
 
 #include <assert.h>
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +33,60 @@ static bool words(char **line, char **w, size_t n)
 	return true;
 }
 
+bool cp_releases_dist(const char *name, size_t n, bool *python)
+{
+	char norm[32];
+	size_t i;
+
+	if (n >= sizeof(norm))
+		return false;
+	for (i = 0; i < n; i++)
+		norm[i] = name[i] == '_' || name[i] == '.' ? '-' : (char)tolower((unsigned char)name[i]);
+	norm[n] = '\0';
+	*python = !strcmp(norm, "cuda-python");
+	return *python || !strcmp(norm, "cuda-bindings");
+}
+
+bool cp_releases_select(const cp_releases *r, const char *spec, bool *pick)
+{
+	size_t n = 0, i;
+	bool python;
+
+	while (isalnum((unsigned char)spec[n]) || spec[n] == '-' || spec[n] == '_' || spec[n] == '.')
+		n++;
+	if (!strcmp(spec, "all")) {
+		for (i = 0; i < r->nrel; i++)
+			pick[i] = true;
+		return true;
+	}
+	if (!cp_releases_dist(spec, n, &python))
+		return false;
+	for (i = 0; i < r->nrel; i++) {
+		int ok = cp_pep440_satisfies(spec + n, strlen(spec + n), r->rel[i].version);
+
+		if (ok < 0)
+			return false;
+		pick[i] = pick[i] || (ok && !strcmp(r->rel[i].dist, python ? "cuda-python" : "cuda-bindings"));
+	}
+	return true;
+}
+
+bool cp_releases_ships_for(const cp_releases *r, size_t rel, unsigned minor, bool abi3)
+{
+	const char *rp = r->rel[rel].requires_python;
+	char v[16];
+	unsigned m;
+
+	if (!strcmp(rp, "any"))
+		return true;
+	for (m = minor; m <= (abi3 ? 99u : minor); m++) {
+		snprintf(v, sizeof(v), "3.%u", m);
+		if (cp_pep440_satisfies(rp, strlen(rp), v) == 1)
+			return true;
+	}
+	return false;
+}
+
 long cp_releases_find(const cp_releases *r, const char *dist, const char *version)
 {
 	size_t i;
@@ -38,6 +95,25 @@ long cp_releases_find(const cp_releases *r, const char *dist, const char *versio
 		if (!strcmp(r->rel[i].dist, dist) && !strcmp(r->rel[i].version, version))
 			return (long)i;
 	return -1;
+}
+
+enum cp_release_module cp_releases_module(const cp_releases *r, size_t rel, const char *name)
+{
+	size_t i, n = strlen(name);
+	bool dir = false;
+
+	for (i = 0; i < r->nitem; i++) {
+		const struct cp_release_item *it = &r->item[i];
+
+		if ((it->kind != CP_REL_EXTENSION && it->kind != CP_REL_PYTHON) || strncmp(it->module, name, n) ||
+		    (it->module[n] != '\0' && it->module[n] != '.') || !cp_releases_has(r, i, rel))
+			continue;
+		if (it->module[n] == '.')
+			dir = true;
+		else
+			return it->kind == CP_REL_EXTENSION ? CP_RELMOD_EXTENSION : CP_RELMOD_PYTHON;
+	}
+	return dir ? CP_RELMOD_DIRECTORY : CP_RELMOD_ABSENT;
 }
 
 /* The last release of dist at or after index i (its releases are listed

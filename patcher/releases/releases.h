@@ -54,6 +54,26 @@ void cp_releases_free(cp_releases *r);
 /* Whether release index `rel` has item `i`. */
 bool cp_releases_has(const cp_releases *r, size_t i, size_t rel);
 
+/* What a release ships under a module name: an extension, a Python module
+ * or package with an __init__, a directory of modules only (a namespace
+ * package), or nothing. */
+enum cp_release_module { CP_RELMOD_ABSENT, CP_RELMOD_EXTENSION, CP_RELMOD_PYTHON, CP_RELMOD_DIRECTORY };
+
+enum cp_release_module cp_releases_module(const cp_releases *r, size_t rel, const char *name);
+
+/* Whether name[0, n) is cuda-python (*python) or cuda-bindings, as PEP
+ * 503 compares names. */
+bool cp_releases_dist(const char *name, size_t n, bool *python);
+
+/* Sets pick[i] for each release i that spec names: "all", or a
+ * distribution and PEP 440 specifiers ("cuda-bindings>=12.9,<14",
+ * "cuda-python"); false when spec is neither. */
+bool cp_releases_select(const cp_releases *r, const char *spec, bool *pick);
+
+/* Whether release rel ships for CPython 3.minor (its Requires-Python
+ * admits it); for an abi3 consumer (abi3), for 3.minor or a later one. */
+bool cp_releases_ships_for(const cp_releases *r, size_t rel, unsigned minor, bool abi3);
+
 /* The index of DIST VERSION, or -1. */
 long cp_releases_find(const cp_releases *r, const char *dist, const char *version);
 

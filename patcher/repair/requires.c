@@ -3,6 +3,7 @@
  */
 #include "repair/requires.h"
 #include "repair/pep508.h"
+#include "releases/releases.h"
 #include "util/error.h"
 
 #include <ctype.h>
@@ -11,21 +12,6 @@
 #include <string.h>
 
 #define BINDINGS_FIRST "12.6.1" /* rules/cuda-python.rules: bindings = cuda-python >= 12.6.1 */
-
-/* Whether name[0, n) is cuda-python or cuda-bindings, as PEP 503 compares. */
-static bool ours(const char *name, size_t n, bool *python)
-{
-	char norm[32];
-	size_t i;
-
-	if (n >= sizeof(norm))
-		return false;
-	for (i = 0; i < n; i++)
-		norm[i] = name[i] == '_' || name[i] == '.' ? '-' : (char)tolower((unsigned char)name[i]);
-	norm[n] = '\0';
-	*python = !strcmp(norm, "cuda-python");
-	return *python || !strcmp(norm, "cuda-bindings");
-}
 
 /* a < b, comparing the numeric components of two versions. */
 static bool older(const char *a, const char *b)
@@ -110,7 +96,7 @@ cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, co
 			v++;
 		for (name = v, n = 0; name + n < stop && (isalnum((unsigned char)name[n]) || strchr("-_.", name[n])); n++)
 			;
-		if ((size_t)(stop - p) > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1) && ours(name, n, &python)) {
+		if ((size_t)(stop - p) > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1) && cp_releases_dist(name, n, &python)) {
 			size_t vlen = (size_t)(stop - v) - (stop > v && stop[-1] == '\r'), made;
 			struct cp_pep508 r;
 

@@ -556,6 +556,20 @@ void cp_scan_free_walk(cp_scan *s)
 	free(s->marks);
 	free(s->cuts);
 	free(s->points);
+	/* cp_scan_free frees it once more: nothing is left to free twice */
+	s->blocks = NULL;
+	s->nblocks = 0;
+	s->calls = NULL;
+	s->xrefs = NULL;
+	s->derived = NULL;
+	s->jumps = NULL;
+	s->uses = NULL;
+	s->fuses = NULL;
+	s->marks = NULL;
+	s->cuts = NULL;
+	s->points = NULL;
+	s->ncalls = s->capcalls = s->nxrefs = s->capxrefs = s->nderived = s->capderived = 0;
+	s->njumps = s->capjumps = s->nuses = s->capuses = s->nfuses = s->capfuses = 0;
 }
 
 bool cp_walk_copy_block(cp_scan *s, const struct cp_import_block *b, uint64_t from, uint64_t to)

@@ -613,19 +613,33 @@ CHECK_ENVS = ["cuda-python 12.5.0", "cuda-python 12.6.2.post1", "cuda-bindings 1
               "cuda-bindings 13.0.3", "cuda-bindings 13.5.0"]
 
 
-def predicted(wheel, site):
-    """cypatch check's verdict on each extension module it reports about:
+def verdicts(extensions):
+    """check's verdict on each extension module it reports about:
     "imported", the first failure it predicts, or why it skips the module
     (a per-CUDA-major tree the package does not import there)."""
-    p = subprocess.run([CYPATCH, "check", "--json", "--against", site, wheel], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
-    assert p.returncode in (0, 1), (wheel, site, p.returncode, p.stderr)
     out = {}
-    for e in json.loads(p.stdout)["extensions"]:
+    for e in extensions:
         name = e["file"][:-3].split(".")[0].replace("/", ".")
         out[name] = ("skipped: " + e["skipped"] if "skipped" in e else
                      e["failures"][0] if e["failures"] else "imported")
     return out
+
+
+def predicted(wheel, site):
+    """`check --against site`'s verdicts (verdicts())."""
+    p = subprocess.run([CYPATCH, "check", "--json", "--against", site, wheel], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode in (0, 1), (wheel, site, p.returncode, p.stderr)
+    return verdicts(json.loads(p.stdout)["extensions"])
+
+
+def predicted_per_release(wheel):
+    """`check --release all`'s verdicts, by release ("cuda-bindings 12.9.4")."""
+    p = subprocess.run([CYPATCH, "check", "--json", "--release", "all", wheel], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode in (0, 1), (wheel, p.returncode, p.stderr)
+    return {"%s %s" % (c["distribution"], c["version"]): verdicts(c["extensions"])
+            for c in json.loads(p.stdout)["releases"]}
 
 
 @pytest.mark.parametrize("w", REAL, ids=[wheel_id(w) for w in REAL])
@@ -633,7 +647,8 @@ def test_check_predicts_what_the_import_does(w, envs, repairs, tmp_path):
     """Issue 17: for the wheel as shipped and as repaired in every mode,
     under every cuda-python environment, `check`'s verdict on each module
     (binds, or would fail) equals what importing it does (imports, or
-    raises), except the disagreements CHECK_KNOWN lists with their cause.
+    raises), except the disagreements CHECK_KNOWN lists with their cause;
+    `check --release` says for that release what `check --against` says.
     Every module is first imported in one process (Env.outcomes); where
     that disagrees, the module alone in a fresh interpreter is the judge.
     Messages that differ where both fail are printed, not asserted: the
@@ -645,11 +660,18 @@ def test_check_predicts_what_the_import_does(w, envs, repairs, tmp_path):
             forms.append(("-t " + mode, r.wheel, r.deps))
     wrong, stale = [], []
     for form, wheel, deps in forms:
+        per_release = predicted_per_release(wheel)
         for env_name in CHECK_ENVS:
             env = envs(env_name)
             did = env.outcomes(w, wheel, tmp_path, deps)
             cause, known = CHECK_KNOWN.get((wheel_id(w), form, env_name), ("", ()))
-            for module, said in sorted(predicted(wheel, env.site).items()):
+            said_here = predicted(wheel, env.site)
+            # check --release, from what cypatch knows of the release, says
+            # what check --against says from its files
+            if per_release[env_name] != said_here:
+                wrong.append("%s %s: check --release said %s under %s, check --against %s" % (
+                    wheel_id(w), form, per_release[env_name], env_name, said_here))
+            for module, said in sorted(said_here.items()):
                 # (a skipped module is one the import cannot find)
                 agree = (said == "imported") == (did[module] == "imported")
                 note = "" if said == did[module] else did[module]
