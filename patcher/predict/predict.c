@@ -91,9 +91,6 @@ static bool one_interpreter_file(const char *dir, const char *name, int len, cha
 	return false;
 }
 
-/* Where `module` would be imported from under the site: its extension
- * file, "" for a Python module or package, or NULL with *missing set to
- * the first name the import system would not find. */
 /* resolve() in a release of the knowledge base: an extension's file is
  * "release:MODULE" (read_exports takes its capsules from the base). */
 static bool resolve_in_release(const struct ctx *c, const char *module, char *file, size_t n, char *missing,
@@ -120,6 +117,9 @@ static bool resolve_in_release(const struct ctx *c, const char *module, char *fi
 	return m != CP_RELMOD_EXTENSION || (size_t)snprintf(file, n, "release:%s", module) < n;
 }
 
+/* Where `module` would be imported from under the site: its extension
+ * file, "" for a Python module or package, or NULL with *missing set to
+ * the first name the import system would not find. */
 static bool resolve(const struct ctx *c, const char *module, char *file, size_t n, char *missing, size_t mn)
 {
 	char path[4400], probe[4400];
