@@ -7,6 +7,7 @@
 #include "common.h"
 #include "predict/requirement.h"
 #include "releases/releases.h"
+#include "wheel/wheel_name.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,22 +22,11 @@ extern const char cp_releases_builtin[];
 static bool consumer_python(const char *path, unsigned *minor, bool *abi3)
 {
 	const char *base = strrchr(path, '/'), *p;
-	size_t n;
 
 	base = base ? base + 1 : path;
-	n = strlen(base);
+	if (cp_wheel_name_is(base))
+		return cp_wheel_name_python(base, minor, abi3);
 	*abi3 = false;
-	if (n > 4 && !strcmp(base + n - 4, ".whl")) {
-		/* {name}-{version}[-{build}]-{python}-{abi}-{platform}.whl */
-		const char *dash[3] = { NULL, NULL, NULL };
-		int k = 0;
-
-		for (p = base + n - 4; p > base && k < 3; p--)
-			if (p[-1] == '-')
-				dash[k++] = p; /* platform, abi, python */
-		*abi3 = k == 3 && !strncmp(dash[1], "abi3-", 5);
-		return k == 3 && sscanf(dash[2], "cp3%u", minor) == 1;
-	}
 	p = strstr(base, ".cpython-3");
 	if (p)
 		return sscanf(p + 10, "%u", minor) == 1;
@@ -125,16 +115,14 @@ static int add_requirement(json_t *doc, const char *path)
 	struct cp_requirement req;
 	cp_error err = { CP_OK, "" };
 	json_t *groups = json_array(), *cells = json_object_get(doc, "releases");
-	bool plain = true;
+	bool plain;
 	size_t i, k;
 
 	if (cp_requirement_of_wheel(path, &req, &err)) {
 		json_decref(groups);
 		return cli_error(&err);
 	}
-	for (i = 0; i < req.n; i++)
-		plain = plain && !req.extra[i][0];
-	for (i = 0; i < req.n && !plain; i++)
+	for (i = 0, plain = !req.n; i < req.n && !plain; i++)
 		plain = !req.extra[i][0];
 	if (plain)
 		json_array_append_new(groups, install_group(cells, &req, ""));
@@ -264,7 +252,6 @@ int check_releases(const char *path, const char *const *specs, size_t nspecs, co
 	cp_error err = { CP_OK, "" };
 	json_t *doc = NULL;
 	bool ok = false;
-	size_t n = strlen(path);
 	int rc;
 
 	memset(&t, 0, sizeof(t));
@@ -275,7 +262,7 @@ int check_releases(const char *path, const char *const *specs, size_t nspecs, co
 		rc = cli_usage_error("check", "no release that --release names ships for '%s'", path);
 	if (!rc && cp_predict_releases(path, rules, t.kb, t.rels, t.nrels, &doc, &ok, &err))
 		rc = cli_error(&err);
-	if (!rc && n > 4 && !strcmp(path + n - 4, ".whl"))
+	if (!rc && cp_wheel_name_is(path))
 		rc = add_requirement(doc, path);
 	if (!rc) {
 		add_skipped(doc, &t);

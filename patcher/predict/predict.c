@@ -13,6 +13,7 @@
 #include "rules/rules.h"
 #include "scan/scan.h"
 #include "wheel/wheel.h"
+#include "wheel/wheel_name.h"
 #include "util/write.h"
 
 #include <dirent.h>
@@ -493,7 +494,7 @@ struct unit {
 	char *label;         /* the path, or the wheel's member name */
 	cp_scan *scan;       /* its references (the walk freed) */
 	enum cp_when *when;  /* when each reference's import runs */
-	char **imports;      /* the modules its init imports, in order */
+	char **imports;      /* the modules its init imports, in order (chain_of) */
 	size_t nimports;
 	const char *triplet; /* its machine's */
 	unsigned tree;       /* the CUDA major of its tree (pkg/cu12/), or 0 */
@@ -609,9 +610,7 @@ static cp_status predict_unit(struct ctx *c, const struct unit *x, json_t *exts)
 	if (!c->suffix)
 		c->suffix = ".so";
 	interpreter_suffix(c, x->triplet);
-	if (c->chain)
-		st = cp_chain_note_imports(c->chain, x->label, (const char *const *)x->imports, x->nimports, c->err);
-	if (!st && x->scan->layouts_seen) {
+	if (x->scan->layouts_seen) {
 		st = check_cimports(c, x->scan, bound);
 		if (!st)
 			st = check_pyimports(c, x->scan, x->when);
@@ -718,21 +717,18 @@ static cp_status read_wheel(struct ctx *c, const char *path, struct units *u, cp
 /* What check reads of path (a wheel or an extension), into u. */
 static cp_status read_units(struct ctx *c, const char *path, struct units *u, cp_error *err)
 {
-	size_t n = strlen(path);
-
 	memset(u, 0, sizeof(*u));
-	if (n > 4 && !strcmp(path + n - 4, ".whl"))
+	if (cp_wheel_name_is(path))
 		return read_wheel(c, path, u, err);
 	return read_unit(c, path, path, 0, u, err);
 }
 
-/* The extensions' predictions under c's site or release, then (a wheel)
- * the Python code each import runs first; *ok whether every one binds. */
-/* The index of the wheel's modules for the CUDA major c names, made once
- * (a wheel's Python sources are read for each major, not each release). */
+/* The index of the wheel's modules for the CUDA major c names, with what
+ * each extension's init imports, made once (a wheel's Python sources are
+ * read for each major, not each release). */
 static cp_status chain_of(struct ctx *c, struct units *u, cp_error *err)
 {
-	size_t i;
+	size_t i, k;
 	cp_status st;
 
 	for (i = 0; i < u->nchain && u->major[i] != c->cuda_major; i++)
@@ -741,13 +737,22 @@ static cp_status chain_of(struct ctx *c, struct units *u, cp_error *err)
 		return cp_fail(err, CP_E_INTERNAL, "more CUDA majors than check keeps");
 	if (i == u->nchain) {
 		st = cp_chain_open(u->w, c->rules, c->cuda_major, &u->chain[i], err);
-		if (st)
+		for (k = 0; !st && k < u->n; k++)
+			st = cp_chain_note_imports(u->chain[i], u->v[k].label, (const char *const *)u->v[k].imports,
+						   u->v[k].nimports, err);
+		if (st) {
+			cp_chain_free(u->chain[i]);
+			u->chain[i] = NULL;
 			return st;
+		}
 		u->major[u->nchain++] = c->cuda_major;
 	}
 	c->chain = u->chain[i];
 	return CP_OK;
 }
+
+/* The extensions' predictions under c's site or release, then (a wheel)
+ * the Python code each import runs first; *ok whether every one binds. */
 
 static cp_status predict_units(struct ctx *c, const char *path, struct units *u, json_t **out, bool *ok,
 			       cp_error *err)

@@ -641,13 +641,21 @@ static bool loops_run(const struct loops *l, uint64_t n)
 	return false;
 }
 
-/* Whether a 3.3 fit's str count (split_str: its first array's) is the
- * count of a loop of the decoder, where those are known. clang places the
- * bytes array right after the str one: without this, a str array one
- * entry longer and a bytes array one shorter fit the same lengths. */
+/* Whether nstr str constants agree with the decoder's loops: Cython 3.3
+ * decodes them in a loop over their own length array, so where the loops
+ * are known, nstr is one of their counts. */
+static bool str_count_loops(const cp_scan *s, const struct loops *l, uint64_t nstr)
+{
+	return !cp_cython_at_least(s, 3, 3) || !l->known || loops_run(l, nstr);
+}
+
+/* Whether a fit's str count (split_str: its first array's) agrees with
+ * the loops. clang places 3.3's bytes array right after the str one:
+ * without this, a str array one entry longer and a bytes array one
+ * shorter fit the same lengths. */
 static bool loop_agrees(const struct search *q, const struct fit *fit)
 {
-	return !cp_cython_at_least(q->s, 3, 3) || !q->loops->known || loops_run(q->loops, fit->arr[0].n);
+	return str_count_loops(q->s, q->loops, fit->arr[0].n);
 }
 
 /* How much a fit says (load_fit's result on top: a fit whose str constants
@@ -829,17 +837,15 @@ static cp_status loop_counts(const cp_scan *s, uint64_t start, uint64_t end, str
 }
 
 /*
- * Cython 3.3 decodes its str constants in a loop over their own length
- * array, so where the decoder's loops are known, the blob's str count is
- * one of their counts. A count no loop runs (the bound one more or one
- * less than the array: a count that lies) decodes other strings than the
- * blob holds, and the module does not import as its blob says: *ok false,
- * and why says so.
+ * A blob whose str count no loop runs (str_count_loops; the bound one more
+ * or one less than the array: a count that lies) decodes other strings
+ * than the blob holds, and the module does not import as its blob says:
+ * *ok false, and why says so.
  */
 static void str_loop_runs(const cp_scan *s, const struct cp_blob *b, const struct loops *l, bool *ok, char *why,
 			  size_t n)
 {
-	*ok = !cp_cython_at_least(s, 3, 3) || !l->known || loops_run(l, b->nstr);
+	*ok = str_count_loops(s, l, b->nstr);
 	if (!*ok)
 		snprintf(why, n, "the string blob at %#llx holds %zu str constants, and no loop of its decoder runs "
 			 "%zu times: a count that lies, so the module does not import as its blob says",
@@ -889,12 +895,12 @@ static cp_status scan_function(cp_scan *s, uint64_t start, uint64_t end, char *w
 	q.st = st;
 	if (!rc && search(&q, &cs, &b)) {
 		str_loop_runs(s, &b, &loops, &ok, why, whyn);
-		if (ok)
+		if (ok) {
 			fold_unrolled(&f, &b);
-		if (ok)
 			rc = add_blob(s, &b, start, err);
-		else
+		} else {
 			free_blob(&b);
+		}
 	}
 	free(cs.v);
 	free(st);

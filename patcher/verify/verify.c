@@ -14,6 +14,7 @@
 #include "rules/rules.h"
 #include "scan/scan.h"
 #include "wheel/wheel.h"
+#include "wheel/wheel_name.h"
 #include "util/write.h"
 
 #include <errno.h>
@@ -368,11 +369,10 @@ static cp_status make_plan(const char *path, const char *dir, const cp_rules *ru
 			   cp_error *err)
 {
 	json_t *exts = json_array();
-	size_t n = strlen(path);
 	bool added = false;
 	cp_status st;
 
-	if (n > 4 && !strcmp(path + n - 4, ".whl")) {
+	if (cp_wheel_name_is(path)) {
 		st = plan_wheel(path, dir, rules, exts, err);
 		json_object_set_new(plan, "root", json_string(dir));
 		added = json_array_size(exts) > 0;

@@ -1,6 +1,6 @@
 /*
- * wheel_name.c - a wheel's file name against its .dist-info (see
- * wheel_name.h). pip refuses a wheel whose name and metadata disagree; a
+ * wheel_name.c - a wheel's file name: what it names (a wheel, a CPython)
+ * and whether it matches its .dist-info (see wheel_name.h). pip refuses a wheel whose name and metadata disagree; a
  * repaired one keeps its file name, so one accepted here would be written
  * only for pip to refuse it, or installed under a name it does not hold.
  */
@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 /* A project name's character as PEP 503 normalizes it: lower case, and
@@ -47,6 +48,30 @@ static bool same_version(const char *a, size_t an, const char *b, size_t bn)
 	return an == bn && !strncasecmp(a, b, an);
 }
 
+bool cp_wheel_name_is(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 4 && !strcmp(path + n - 4, ".whl");
+}
+
+bool cp_wheel_name_python(const char *path, unsigned *minor, bool *abi3)
+{
+	const char *dash[3] = { NULL, NULL, NULL }, *p;
+	size_t n = strlen(path);
+	int k = 0;
+
+	*abi3 = false;
+	if (!cp_wheel_name_is(path))
+		return false;
+	/* {name}-{version}[-{build}]-{python}-{abi}-{platform}.whl, from the end */
+	for (p = path + n - 4; p > path && p[-1] != '/' && k < 3; p--)
+		if (p[-1] == '-')
+			dash[k++] = p; /* platform, abi, python */
+	*abi3 = k == 3 && !strncmp(dash[1], "abi3-", 5);
+	return k == 3 && sscanf(dash[2], "cp3%u", minor) == 1;
+}
+
 cp_status cp_wheel_name_check(const char *path, const char *dist_info, cp_error *err)
 {
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -55,7 +80,7 @@ cp_status cp_wheel_name_check(const char *path, const char *dist_info, cp_error 
 
 	for (i = 0; i < len; i++)
 		dashes += base[i] == '-';
-	if (len < 4 || strcmp(base + len - 4, ".whl") || (dashes != 4 && dashes != 5) || !d1)
+	if (!cp_wheel_name_is(base) || (dashes != 4 && dashes != 5) || !d1)
 		return cp_fail(err, CP_E_INPUT, "%s: not a wheel's file name "
 			       "(name-version[-build]-python-abi-platform.whl)", path);
 	v1 = strchr(d1 + 1, '-');
