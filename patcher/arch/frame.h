@@ -75,6 +75,8 @@ struct cp_frame {
 		uint64_t arg[CP_MAX_ARGS]; /* the argument registers, ABI order */
 		uint64_t arg_imm[CP_MAX_ARGS];
 		uint8_t known;       /* bit i: arg[i] is known */
+		uint64_t addr[CP_MAX_ARGS]; /* an argument that is an address in the file */
+		uint8_t addr_known;  /* bit i: addr[i] is known */
 	} *calls;
 	size_t ncalls, capcalls;
 	uint64_t *cmpvals;           /* known values compared by cmp from a register or

@@ -506,6 +506,32 @@ static bool holds_sigconst(const struct cp_blob *b)
 	return false;
 }
 
+/* Whether a plain literal [va, va + n] can be what the decoder reads: where
+ * a decoding call's data pointer is an address the code made (a lea of
+ * the literal plus an offset known on the loop's first pass), one of them
+ * lies inside it. Other literals the function loads (module names, the
+ * provider's capsule names) can fit the lengths too, and their bytes are
+ * not what the module decodes. The empty constant ("", length 0) is made
+ * from a literal of its own, and says nothing. */
+static bool decoder_reads(const struct cp_frame *f, uint64_t va, uint64_t n)
+{
+	size_t i;
+	bool seen = false;
+
+	for (i = 0; i < f->ncalls; i++) {
+		const struct cp_frame_call *c = &f->calls[i];
+
+		if (!c->name || (strcmp(c->name, "PyUnicode_DecodeUTF8") &&
+				 strcmp(c->name, "PyBytes_FromStringAndSize")) ||
+		    !(c->addr_known & 1) || ((c->known & 2) && c->arg[1] == 0))
+			continue;
+		if (c->addr[0] >= va && c->addr[0] <= va + n)
+			return true;
+		seen = true;
+	}
+	return !seen;
+}
+
 /* The entries of a fit's length arrays, laid out from *pos on: each
  * cell's length, and where the cell is (a .rodata word, or the
  * instruction that stored it in the frame). false when a cell is unknown or
@@ -600,6 +626,8 @@ static bool load_fit(const cp_scan *s, const struct cp_frame *f, const struct fi
 		total += fit->arr[a].n;
 	total += fit->ntail;
 	if (!src || !total)
+		return false;
+	if (fit->blob.algo == CP_BLOB_NONE && !decoder_reads(f, fit->blob.va, fit->blob.length))
 		return false;
 	b->data = malloc(fit->blob.length ? fit->blob.length : 1);
 	b->entry = calloc(total, sizeof(*b->entry));

@@ -40,14 +40,19 @@ FIRST = int(os.environ.get("CYPATCH_RANDOM_SEED", "1"))
 # 1362: the same under CPython 3.9, where the output crashed at import);
 # 2309 (Cython 3.2.9, clang -O2, C++, limited API: the bytes loop unrolled
 # into calls with the lengths as immediates, and the array's unread copy
-# of them took the patch: the output imported the name 'n')
-REGRESSIONS = [1042, 1090, 1138, 1173, 1362, 2309, 1028, 1371]
+# of them took the patch: the output imported the name 'n'); 2705
+# (Cython 3.2.9, gcc -O2 -fno-plt: the bytes entries folded into calls
+# through the GOT went unseen, and a literal of the provider's names fit
+# instead: `-t legacy` said "nothing to do" on a bindings build)
+REGRESSIONS = [1042, 1090, 1138, 1173, 1362, 2309, 2705, 1028, 1371]
 # seeds whose every patch was once refused although the scan can follow
 # them (Cython 3.3.1 built by clang): each must be patched, not refused
 MUST_PATCH = {
     1028: "clang -Os lays the LZSS decoder's check of the input consumed out past its error paths",
     1371: "clang places the bytes length array right after the str one: a str array one entry "
           "longer fits the same lengths, and no loop runs its count",
+    2705: "gcc -fno-plt calls PyBytes_FromStringAndSize through its GOT slot, with the lengths of the "
+          "bytes entries folded into the calls",
 }
 # consumers of the generator before this one that once failed, kept as
 # source (random_regressions/: their first line says how they were built)

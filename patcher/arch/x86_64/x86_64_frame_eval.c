@@ -386,6 +386,27 @@ static void note_lea(struct eval *e, uint64_t va)
 	f->lea_insn[f->nleas++] = e->in->addr;
 }
 
+/* [base + index * scale + disp] where one of base and index (scale 1) is
+ * an address and the other a value all of whose bits are known. */
+static bool indexed_addr(const struct eval *e, const ZydisDecodedOperand *m, uint64_t *va)
+{
+	int b = cp_zreg64(m->mem.base), x = cp_zreg64(m->mem.index);
+	const struct aval *ab, *ax;
+
+	if (b < 0 || x < 0)
+		return false;
+	ab = &e->reg[b];
+	ax = &e->reg[x];
+	if (ab->kind == K_ADDR && ax->kind == K_BITS && ax->known == ~0ull)
+		*va = ab->v + ax->v * m->mem.scale;
+	else if (m->mem.scale == 1 && ax->kind == K_ADDR && ab->kind == K_BITS && ab->known == ~0ull)
+		*va = ax->v + ab->v;
+	else
+		return false;
+	*va += (uint64_t)m->mem.disp.value;
+	return true;
+}
+
 static void do_lea(struct eval *e)
 {
 	const ZydisDecodedOperand *m = &e->in->op[1];
@@ -407,6 +428,12 @@ static void do_lea(struct eval *e)
 		 * (Cython 3.0's string table: &mstate->x for entry after entry) */
 		a.kind = K_ADDR;
 		a.v = e->reg[b].v + (uint64_t)m->mem.disp.value;
+	} else if (indexed_addr(e, m, &a.v)) {
+		/* lea rdi, [r12 + rbx]: a blob's start plus an offset still
+		 * known (0 on the decode loop's first pass, linearly) */
+		reg_write(e, e->in->op[0].reg.value, op_size(e, &e->in->op[0]),
+			  (struct aval){ K_ADDR, a.v, 0, 0, 0 });
+		return;
 	}
 	if (a.kind == K_ADDR)
 		note_addr(e, a.v);
@@ -587,10 +614,23 @@ static uint64_t call_target(const struct eval *e)
 												 : 0;
 }
 
+/* The imported function a call reaches: through the PLT, or through its
+ * GOT slot (-fno-plt), else NULL. */
+static const char *callee_name(const struct eval *e)
+{
+	const ZydisDecodedOperand *op = &e->in->op[0];
+	uint64_t target = call_target(e);
+
+	if (target)
+		return cp_image_plt_name(e->img, target);
+	if (e->in->in.operand_count_visible == 1 && cp_zrip(op))
+		return cp_image_got_name(e->img, cp_zrip_addr(e->in, op));
+	return NULL;
+}
+
 /* Every call, with its argument registers (cp_frame_call). */
 static void note_call(struct eval *e, const char *name)
 {
-	const ZydisDecodedOperand *op = &e->in->op[0];
 	struct cp_frame *f = e->f;
 	struct cp_frame_call *c;
 	int i;
@@ -604,11 +644,13 @@ static void note_call(struct eval *e, const char *name)
 	c->insn = e->in->addr;
 	c->name = name;
 	c->target = call_target(e);
-	if (e->in->in.operand_count_visible == 1 && cp_zrip(op))
-		c->name = cp_image_got_name(e->img, cp_zrip_addr(e->in, op)); /* -fno-plt */
 	for (i = 0; i < X86_64_NARGS; i++) {
 		const struct aval *a = &e->reg[cp_x86_64_arg_regs[i]];
 
+		if (a->kind == K_ADDR) {
+			c->addr_known |= (uint8_t)(1u << i);
+			c->addr[i] = a->v;
+		}
 		if (a->kind != K_BITS || a->known != ~0ull)
 			continue;
 		c->known |= (uint8_t)(1u << i);
@@ -620,8 +662,7 @@ static void note_call(struct eval *e, const char *name)
 /* memcpy / memset calls that fill the frame; constant string lengths. */
 static void do_call(struct eval *e)
 {
-	uint64_t target = call_target(e);
-	const char *name = target ? cp_image_plt_name(e->img, target) : NULL;
+	const char *name = callee_name(e);
 	struct aval *di = &e->reg[7], *si = &e->reg[6], *dx = &e->reg[2];
 
 	note_call(e, name);
