@@ -198,7 +198,9 @@ struct cp_repair_opts {
 	bool no_fallback, keep_build_id;
 	bool no_fsync;          /* rename without waiting for the disk (util/write.h) */
 	bool full_check;        /* as struct cp_patch_opts's */
-	bool relax_requires;    /* widen cuda-python / cuda-bindings in METADATA */
+	const struct cp_releases *releases; /* the knowledge base METADATA's cuda-python /
+				 * cuda-bindings requirement is made true from;
+				 * NULL leaves it (--keep-requires) */
 	bool keep_sources;      /* leave the Python sources' import statements alone */
 	bool drop_signature;    /* write a signed wheel that changes without its
 				 * RECORD.jws / RECORD.p7s (else refused) */
@@ -216,6 +218,8 @@ struct cp_repair_result {
 	size_t next, capext;
 	size_t npatched;
 	bool metadata_changed;
+	char requires_kept[512];          /* why the requirement was left: what check
+					   * cannot predict for the output; "" if not */
 	char **sources;                   /* Python sources whose imports were rewritten */
 	size_t nsources, capsources;
 	int statements, left;             /* import statements rewritten; of other shapes */
@@ -247,10 +251,19 @@ cp_status cp_predict(const char *path, const cp_rules *rules, const char *site,
  * of the knowledge base (releases.h), from what the base holds of each
  * (its modules and their capsules) instead of files: {"date", "releases":
  * [{"distribution", "version", "extensions": [as cp_predict's], "ok"}],
- * "ok"}. */
+ * "ok"}. `as`, when not NULL, is the file name path will have (a
+ * wheel's, which says what it is). */
 struct cp_releases;
-cp_status cp_predict_releases(const char *path, const cp_rules *rules, const struct cp_releases *kb,
+cp_status cp_predict_releases(const char *path, const char *as, const cp_rules *rules, const struct cp_releases *kb,
 			      const size_t *rels, size_t nrels, struct json_t **result, bool *ok, cp_error *err);
+
+/* Whether path (a wheel, or an extension; `as`, when not NULL, is the file
+ * name it will have, which says which) binds under each release of the
+ * knowledge base that ships for its CPython: *v (malloc'd, *n of them, in
+ * the base's order; its strings are the base's). */
+struct cp_release_verdict;
+cp_status cp_release_verdicts(const char *path, const char *as, const cp_rules *rules, const struct cp_releases *kb,
+			      struct cp_release_verdict **v, size_t *n, cp_error *err);
 
 /* ---- `cypatch verify`: proof by loading ---- */
 

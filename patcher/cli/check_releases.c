@@ -13,27 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* rules/releases.txt, compiled in (CMakeLists.txt) */
-extern const char cp_releases_builtin[];
-
-/* The CPython a consumer is built for, from its name: a wheel's python and
- * abi tags (cp311-cp311, cp311-abi3) or an extension's suffix
- * (.cpython-311-x86_64-linux-gnu.so, .abi3.so); false when it says none. */
-static bool consumer_python(const char *path, unsigned *minor, bool *abi3)
-{
-	const char *base = strrchr(path, '/'), *p;
-
-	base = base ? base + 1 : path;
-	if (cp_wheel_name_is(base))
-		return cp_wheel_name_python(base, minor, abi3);
-	*abi3 = false;
-	p = strstr(base, ".cpython-3");
-	if (p)
-		return sscanf(p + 10, "%u", minor) == 1;
-	*abi3 = strstr(base, ".abi3.") != NULL;
-	*minor = 2; /* abi3 from CPython 3.2 on */
-	return *abi3;
-}
 
 struct table {
 	const cp_releases *kb;
@@ -46,7 +25,7 @@ struct table {
 /* The releases the specs name, split by whether they ship for path's Python. */
 static int pick_releases(struct table *t, const char *path, const char *const *specs, size_t nspecs)
 {
-	bool *pick = calloc(t->kb->nrel, sizeof(bool)), known = consumer_python(path, &t->minor, &t->abi3);
+	bool *pick = calloc(t->kb->nrel, sizeof(bool)), known = cp_consumer_python(path, &t->minor, &t->abi3);
 	size_t i;
 
 	t->rels = calloc(t->kb->nrel, sizeof(size_t));
@@ -255,12 +234,12 @@ int check_releases(const char *path, const char *const *specs, size_t nspecs, co
 	int rc;
 
 	memset(&t, 0, sizeof(t));
-	if (cp_releases_parse(cp_releases_builtin, strlen(cp_releases_builtin), (cp_releases **)&t.kb, &err))
+	if (cli_load_releases((cp_releases **)&t.kb, &err))
 		return cli_error(&err);
 	rc = pick_releases(&t, path, specs, nspecs);
 	if (!rc && !t.nrels)
 		rc = cli_usage_error("check", "no release that --release names ships for '%s'", path);
-	if (!rc && cp_predict_releases(path, rules, t.kb, t.rels, t.nrels, &doc, &ok, &err))
+	if (!rc && cp_predict_releases(path, NULL, rules, t.kb, t.rels, t.nrels, &doc, &ok, &err))
 		rc = cli_error(&err);
 	if (!rc && cp_wheel_name_is(path))
 		rc = add_requirement(doc, path);

@@ -1,7 +1,9 @@
 /* common.c - rules loading and error printing for the subcommands. */
 #include "common.h"
+#include "releases/releases.h"
 
 #include <stdio.h>
+#include <string.h>
 
 extern const char cypatch_builtin_rules[];
 extern const char cypatch_builtin_rules_name[];
@@ -70,4 +72,12 @@ int cli_print_json(const json_t *doc)
 	if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', stdout) == EOF)
 		return CP_E_IO;
 	return 0;
+}
+
+/* rules/releases.txt, compiled in (CMakeLists.txt) */
+extern const char cp_releases_builtin[];
+
+cp_status cli_load_releases(struct cp_releases **out, cp_error *err)
+{
+	return cp_releases_parse(cp_releases_builtin, strlen(cp_releases_builtin), out, err);
 }

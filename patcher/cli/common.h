@@ -27,6 +27,10 @@ int cli_print_json(const json_t *doc);
 /* The built-in rules plus the files given with --rules. */
 cp_status cli_load_rules(cp_rules **out, const char *const *files, int nfiles, cp_error *err);
 
+/* What cypatch knows of every release (rules/releases.txt, compiled in). */
+struct cp_releases;
+cp_status cli_load_releases(struct cp_releases **out, cp_error *err);
+
 /* check --release (check_releases.c): the exit status. */
 int check_releases(const char *path, const char *const *specs, size_t nspecs, const cp_rules *rules, int json);
 
@@ -36,5 +40,6 @@ int cmd_repair(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_releases(int argc, char **argv);
+int cmd_requires(int argc, char **argv);
 
 #endif

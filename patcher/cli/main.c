@@ -18,6 +18,7 @@ static const struct command {
 	{ "check", cmd_check, "predict, from the files, whether it binds under a site-packages" },
 	{ "verify", cmd_verify, "import it under an interpreter and prove every binding (--gpu)" },
 	{ "releases", cmd_releases, "list the cuda-python releases cypatch knows and what each exports" },
+	{ "requires", cmd_requires, "print the Requires-Dist a wheel should carry: the releases it binds under" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

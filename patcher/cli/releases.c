@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* rules/releases.txt, compiled in (CMakeLists.txt) */
-extern const char cp_releases_builtin[];
 
 static const char usage[] =
 	"usage: cypatch releases [--json] [--release DIST==VERSION]\n"
@@ -216,7 +214,7 @@ int cmd_releases(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error("releases", "%s", "takes no arguments");
-	if (cp_releases_parse(cp_releases_builtin, strlen(cp_releases_builtin), &kb, &err) ||
+	if (cli_load_releases(&kb, &err) ||
 	    cli_load_rules(&rules, NULL, 0, &err)) {
 		cp_releases_free(kb);
 		return cli_error(&err);

@@ -1,5 +1,6 @@
 /* repair.c - `cypatch repair`: the wheel step of a packaging pipeline. */
 #include "common.h"
+#include "releases/releases.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -10,22 +11,23 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: cypatch repair -w DIR -t LAYOUT [--relax-requires] [--json] WHEEL...\n"
+	"usage: cypatch repair -w DIR -t LAYOUT [--keep-requires] [--json] WHEEL...\n"
 	"\n"
 	"Writes each WHEEL again into DIR with every extension that references a\n"
 	"mapped layout patched for LAYOUT (legacy, bindings or fallback; see\n"
 	"'cypatch --target-layout --help'). Other members keep their compressed\n"
 	"bytes; RECORD is rewritten for what changed and <dist-info>/cypatch.json\n"
-	"records what was done. The same input gives the same bytes. A wheel that\n"
+	"records what was done. METADATA's cuda-python / cuda-bindings requirement\n"
+	"is made to admit exactly the releases the repaired wheel binds under, as\n"
+	"'cypatch requires' shows (docs/repair.md). The same input gives the same\n"
+	"bytes. A wheel that\n"
 	"needs nothing is copied. A hostile or broken wheel (paths leaving the\n"
 	"target, symlinks, duplicate names, implausible sizes, a RECORD that does\n"
 	"not match) is refused and nothing is written for it.\n"
 	"\n"
 	"  -w, --wheel-dir DIR         where the repaired wheels go (created if missing)\n"
 	"  -t, --target-layout LAYOUT  legacy, bindings or fallback\n"
-	"      --relax-requires        widen the cuda-python / cuda-bindings\n"
-	"                              requirement in METADATA to what the patched\n"
-	"                              wheel supports (docs/repair.md)\n"
+	"      --keep-requires         leave METADATA's requirement as it is\n"
 	"      --keep-sources          leave the import statements of the wheel's\n"
 	"                              Python sources as they are\n"
 	"      --no-fallback           refuse what strings alone cannot express\n"
@@ -53,6 +55,7 @@ static const char usage[] =
 
 struct opts {
 	struct cp_repair_opts r;
+	bool keep_requires;
 	struct cli_rules rules;
 	int json;
 };
@@ -82,7 +85,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 		{ "wheel-dir", required_argument, NULL, 'w' },
 		{ "target-layout", required_argument, NULL, 't' },
-		{ "relax-requires", no_argument, NULL, 'R' },
+		{ "keep-requires", no_argument, NULL, 'k' },
+		{ "relax-requires", no_argument, NULL, 'R' }, /* the default's old name */
 		{ "keep-sources", no_argument, NULL, 'S' },
 		{ "no-fallback", no_argument, NULL, 'F' },
 		{ "keep-build-id", no_argument, NULL, 'K' },
@@ -102,7 +106,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'w': o->r.outdir = optarg; break;
 		case 't': o->r.layout = optarg; break;
-		case 'R': o->r.relax_requires = true; break;
+		case 'k': o->keep_requires = true; break;
+		case 'R': break;
 		case 'S': o->r.keep_sources = true; break;
 		case 'F': o->r.no_fallback = true; break;
 		case 'K': o->r.keep_build_id = true; break;
@@ -153,7 +158,9 @@ static void print_text(const char *wheel, const struct cp_repair_result *r)
 		return;
 	}
 	printf("%s: %zu of %zu extensions patched%s -> %s\n", wheel, r->npatched, r->next,
-	       r->metadata_changed ? ", METADATA requirement relaxed" : "", r->out);
+	       r->metadata_changed ? ", Requires-Dist made the releases it binds under" : "", r->out);
+	if (r->requires_kept[0])
+		printf("  note: Requires-Dist kept as it was: %s\n", r->requires_kept);
 	for (i = 0; i < r->next; i++)
 		printf("  %-18s %s%s\n", outcome(r->ext[i].r.outcome), r->ext[i].path,
 		       r->ext[i].r.outcome == CP_PATCHED && r->ext[i].r.fallback ? " (fallback stub)" : "");
@@ -179,9 +186,10 @@ static json_t *summary(const char *wheel, const struct cp_repair_result *r, cons
 
 	for (i = 0; r && i < r->nsources; i++)
 		json_array_append_new(srcs, json_string(r->sources[i]));
-	return json_pack("{s:s, s:s?, s:b, s:b, s:o, s:o, s:i, s:s?}", "wheel", wheel, "output",
+	return json_pack("{s:s, s:s?, s:b, s:b, s:s?, s:o, s:o, s:i, s:s?}", "wheel", wheel, "output",
 			 err ? NULL : r->out, "untouched", r && !err && r->untouched, "metadata_changed",
-			 r && r->metadata_changed, "extensions", exts, "python_sources", srcs, "import_lines_left",
+			 r && r->metadata_changed, "requires_kept", r && r->requires_kept[0] ? r->requires_kept : NULL,
+			 "extensions", exts, "python_sources", srcs, "import_lines_left",
 			 r ? r->left : 0, "error", err ? err->msg : NULL);
 }
 
@@ -227,8 +235,11 @@ int cmd_repair(int argc, char **argv)
 	rc = same_file_names(argv + optind, argc - optind, o.r.outdir);
 	if (rc)
 		return rc;
-	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err))
+	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err) ||
+	    (!o.keep_requires && cli_load_releases((cp_releases **)&o.r.releases, &err))) {
+		cp_rules_free(rules);
 		return cli_error(&err);
+	}
 	all = json_array();
 	for (i = optind; i < argc; i++) {
 		struct cp_repair_result r;
@@ -256,5 +267,6 @@ int cmd_repair(int argc, char **argv)
 		first = first ? first : CP_E_IO;
 	json_decref(all);
 	cp_rules_free(rules);
+	cp_releases_free((cp_releases *)o.r.releases);
 	return first;
 }

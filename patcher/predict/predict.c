@@ -679,11 +679,11 @@ static cp_status predict_python(struct ctx *c, json_t *exts, cp_error *err)
 	return cp_chain_predict(c->chain, exts, resolves, c, err);
 }
 
-/* Every extension member of a wheel, read into u. */
-static cp_status read_wheel(struct ctx *c, const char *path, struct units *u, cp_error *err)
+/* Every extension member of a wheel (path, named as), read into u. */
+static cp_status read_wheel(struct ctx *c, const char *path, const char *as, struct units *u, cp_error *err)
 {
 	char dir[] = "/tmp/cypatch-check-XXXXXX", tmp[4200];
-	cp_status st = cp_wheel_open(path, &u->w, err);
+	cp_status st = cp_wheel_open_named(path, as, &u->w, err);
 	size_t i;
 
 	if (!st && !mkdtemp(dir))
@@ -715,11 +715,12 @@ static cp_status read_wheel(struct ctx *c, const char *path, struct units *u, cp
 }
 
 /* What check reads of path (a wheel or an extension), into u. */
-static cp_status read_units(struct ctx *c, const char *path, struct units *u, cp_error *err)
+/* path is a wheel where its name, or `as` (the name it will have), says so. */
+static cp_status read_units(struct ctx *c, const char *path, const char *as, struct units *u, cp_error *err)
 {
 	memset(u, 0, sizeof(*u));
-	if (cp_wheel_name_is(path))
-		return read_wheel(c, path, u, err);
+	if (cp_wheel_name_is(as ? as : path))
+		return read_wheel(c, path, as ? as : path, u, err);
 	return read_unit(c, path, path, 0, u, err);
 }
 
@@ -798,7 +799,7 @@ cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, 
 	*ok = false;
 	if (!is_dir(site))
 		return cp_fail(err, CP_E_USAGE, "%s: not a directory", site);
-	st = read_units(&c, path, &u, err);
+	st = read_units(&c, path, NULL, &u, err);
 	if (!st)
 		st = predict_units(&c, path, &u, &exts, ok, err);
 	units_free(&u);
@@ -807,13 +808,13 @@ cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, 
 	return st;
 }
 
-cp_status cp_predict_releases(const char *path, const cp_rules *rules, const cp_releases *kb, const size_t *rels,
-			      size_t nrels, json_t **result, bool *ok, cp_error *err)
+cp_status cp_predict_releases(const char *path, const char *as, const cp_rules *rules, const cp_releases *kb,
+			      const size_t *rels, size_t nrels, json_t **result, bool *ok, cp_error *err)
 {
 	struct ctx c = { rules, NULL, kb, 0, NULL, "", 0, NULL, NULL, err, NULL, NULL, 0 };
 	json_t *cells = json_array(), *exts = NULL;
 	struct units u;
-	cp_status st = read_units(&c, path, &u, err);
+	cp_status st = read_units(&c, path, as, &u, err);
 	bool binds;
 	size_t i;
 

@@ -92,26 +92,15 @@ cp_status cp_requirement_of_wheel(const char *path, struct cp_requirement *req, 
 {
 	struct cp_wheel *w = NULL;
 	uint8_t *meta = NULL;
-	char name[4200];
-	size_t len, i;
+	char where[4400];
+	size_t len, at;
 	cp_status st = cp_wheel_open(path, &w, err);
 
 	memset(req, 0, sizeof(*req));
-	if (st)
-		return st;
-	snprintf(name, sizeof(name), "%s/METADATA", w->dist_info);
-	for (i = 0; i < w->n && strcmp(w->m[i].name, name); i++)
-		;
-	if (i == w->n)
-		st = cp_fail(err, CP_E_INPUT, "%s: no %s", path, name);
 	if (!st)
-		st = cp_wheel_read(w, i, &meta, &len, err);
-	if (!st) {
-		char where[4400];
-
-		snprintf(where, sizeof(where), "%s: %s", path, name);
+		st = cp_wheel_read_metadata(w, &at, &meta, &len, where, sizeof(where), err);
+	if (!st)
 		st = parse_metadata((const char *)meta, len, req, where, err);
-	}
 	free(meta);
 	cp_wheel_close(w);
 	return st;

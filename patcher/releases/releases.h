@@ -46,6 +46,14 @@ typedef struct cp_releases {
 	size_t cap;                  /* the file's lines: room for that many releases and items */
 } cp_releases;
 
+/* Whether a wheel binds under one release (check's prediction for it:
+ * cp_release_verdicts). */
+struct cp_release_verdict {
+	const char *dist;    /* "cuda-python" or "cuda-bindings" */
+	const char *version;
+	bool binds;
+};
+
 /* Parses the file's text (len bytes); a line it cannot read is an error
  * naming its number. */
 cp_status cp_releases_parse(const char *text, size_t len, cp_releases **out, cp_error *err);

@@ -417,37 +417,54 @@ static cp_status rewrite_sources(struct job *j)
 	return st;
 }
 
-static cp_status relax_metadata(struct job *j)
+/* What check cannot predict for the output keeps the requirement as it
+ * was, and says why (the temporary file named as the output). */
+static void keep_requires(struct job *j, const cp_error *why)
 {
-	char name[4200];
-	zip_int64_t at;
-	uint8_t *meta;
-	size_t len;
-	char *out;
-	size_t outlen;
-	bool changed;
+	const char *tmp = strstr(why->msg, j->out.tmp);
+	char *o = j->res->requires_kept;
+	int n = (int)sizeof(j->res->requires_kept) - 1;
+
+	size_t k = tmp ? (size_t)snprintf(o, (size_t)n + 1, "%.*s%s%s", (int)(tmp - why->msg), why->msg,
+					  j->res->out, tmp + strlen(j->out.tmp))
+		       : (size_t)snprintf(o, (size_t)n + 1, "%s", why->msg);
+
+	if (k > (size_t)n) /* cut at the field's size: still the message's start */
+		o[n] = '\0';
+}
+
+cp_status cp_repair_requires(struct job *j, bool *again)
+{
+	struct cp_release_verdict *v = NULL;
+	cp_error why = { CP_OK, "" };
+	char where[4300], *out = NULL;
+	size_t n, len = 0, outlen, at, kept = 0;
+	uint8_t *meta = NULL;
+	bool changed = false;
 	cp_status st;
 
-	snprintf(name, sizeof(name), "%s/METADATA", j->w->dist_info);
-	at = zip_name_locate(j->w->zip, name, 0);
-	if (at < 0)
-		return cp_fail(j->err, CP_E_INPUT, "%s: no %s to relax", j->w->path, name);
-	st = cp_wheel_read(j->w, (size_t)at, &meta, &len, j->err);
-	if (!st) {
-		char where[4300];
-
-		snprintf(where, sizeof(where), "%s: %s", j->w->path, name);
-		st = cp_relax_requires((const char *)meta, len, j->o->layout, where, &out, &outlen, &changed, j->err);
+	*again = false;
+	if (cp_release_verdicts(j->out.tmp, j->res->out, j->rules, j->o->releases, &v, &n, &why)) {
+		keep_requires(j, &why);
+		return CP_OK;
 	}
+	st = cp_wheel_read_metadata(j->w, &at, &meta, &len, where, sizeof(where), j->err);
+	if (!st)
+		st = cp_requires_rewrite((const char *)meta, len, v, n, where, &out, &outlen, &changed, &kept, j->err);
+	if (!st && kept)
+		snprintf(j->res->requires_kept, sizeof(j->res->requires_kept), "%zu line%s under which the wheel binds "
+			 "under no release cypatch knows (rules/releases.txt) of the CUDA majors %s", kept,
+			 kept == 1 ? "" : "s", kept == 1 ? "it admits" : "they admit");
 	free(meta);
+	free(v);
 	if (st || !changed) {
-		if (!st)
-			free(out);
+		free(out);
 		return st;
 	}
+	free(j->data[at]);
 	j->data[at] = (uint8_t *)out;
 	j->len[at] = outlen;
-	j->res->metadata_changed = true;
+	j->res->metadata_changed = *again = true;
 	return CP_OK;
 }
 
@@ -470,7 +487,7 @@ cp_status cp_repair_note(struct job *j)
 	j->note_name = NULL;
 	json_object_set_new(doc, "cypatch", json_string(CYPATCH_VERSION));
 	json_object_set_new(doc, "target_layout", json_string(j->o->layout));
-	json_object_set_new(doc, "relax_requires", json_boolean(j->res->metadata_changed));
+	json_object_set_new(doc, "requires_rewritten", json_boolean(j->res->metadata_changed));
 	for (i = 0; i < j->res->next; i++) {
 		const struct cp_repair_member *x = &j->res->ext[i];
 
@@ -723,8 +740,6 @@ cp_status cp_repair_wheel(const char *wheel, const cp_rules *rules, const struct
 		st = place_bets(&j);
 	if (!st && !o->keep_sources)
 		st = rewrite_sources(&j);
-	if (!st && o->relax_requires)
-		st = relax_metadata(&j);
 	if (!st) {
 		start_settler(&j);
 		st = cp_repair_start_output(&j);

@@ -367,6 +367,20 @@ void cp_repair_drop_output(struct job *j)
 	out->fd = -1;
 }
 
+/* METADATA's requirement from the archive as written; written again
+ * when it changes. */
+static cp_status requires_again(struct job *j)
+{
+	bool again;
+	cp_status st = cp_repair_requires(j, &again);
+
+	if (!st && again) {
+		cp_repair_drop_output(j);
+		st = write_temp(j);
+	}
+	return st;
+}
+
 /* Written while the settler reads what was bet on; a lost bet patches
  * that member and writes the archive again. */
 cp_status cp_repair_write(struct job *j, const char *wheel)
@@ -387,6 +401,8 @@ cp_status cp_repair_write(struct job *j, const char *wheel)
 		if (!st && !cp_repair_untouched(j))
 			st = write_temp(j);
 	}
+	if (!st && j->out.z && j->o->releases)
+		st = requires_again(j);
 	if (st) {
 		cp_repair_drop_output(j);
 		return st;

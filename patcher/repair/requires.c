@@ -1,122 +1,250 @@
 /*
- * requires.c - widening the cuda-python requirement (see requires.h).
+ * requires.c - the cuda-python / cuda-bindings requirement made true (see
+ * requires.h): each such Requires-Dist line rewritten from check's
+ * verdicts under every release cypatch knows.
  */
 #include "repair/requires.h"
 #include "repair/pep508.h"
+#include "releases/pep440.h"
 #include "releases/releases.h"
 #include "util/error.h"
 
+#include <assert.h>
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BINDINGS_FIRST "12.6.1" /* rules/cuda-python.rules: bindings = cuda-python >= 12.6.1 */
+#define MAX_VERSION 32 /* a release's version, as the knowledge base spells it */
 
-/* a < b, comparing the numeric components of two versions. */
-static bool older(const char *a, const char *b)
+/* One line's view of the releases: the CUDA majors it admitted as written,
+ * and whether it admits cuda-python releases (a cuda-bindings line admits
+ * none). */
+struct view {
+	const struct cp_release_verdict *v;
+	size_t n;
+	uint64_t majors; /* bit m: CUDA major m */
+	bool python;
+};
+
+static unsigned major_of(const char *version)
 {
-	while (*a || *b) {
-		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+	unsigned long m = strtoul(version, NULL, 10);
 
-		if (x != y)
-			return x < y;
-		if (*a != '.' || *b != '.')
-			return *b == '.' && *a != '.';
-		a++, b++;
-	}
+	return m < 64 ? (unsigned)m : 63;
+}
+
+static bool in_view(const struct view *w, const struct cp_release_verdict *x)
+{
+	return (w->majors >> major_of(x->version) & 1) && (w->python || !strcmp(x->dist, "cuda-bindings"));
+}
+
+static int vcmp(const char *a, const char *b)
+{
+	bool ok;
+
+	return cp_pep440_compare(a, b, &ok);
+}
+
+/* The majors of the releases the line's own specifiers admit. */
+static uint64_t own_majors(const struct cp_release_verdict *v, size_t n, bool python, const char *specs)
+{
+	uint64_t m = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((python || !strcmp(v[i].dist, "cuda-bindings")) &&
+		    cp_pep440_satisfies(specs, strlen(specs), v[i].version) == 1)
+			m |= 1ull << major_of(v[i].version);
+	return m;
+}
+
+/* Whether a cuda-python release with modules binds in the line's majors:
+ * then only a line naming cuda-python can admit it. */
+static bool python_binds(const struct view *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->v[i].binds && !strcmp(w->v[i].dist, "cuda-python") && (w->majors >> major_of(w->v[i].version) & 1))
+			return true;
 	return false;
 }
 
-/* Keeps one specifier (">=12.6.2", "<13.0a0") or not, for the layout. */
-static bool keep(const char *spec, const char *layout)
+/* Whether every release of this version in the view binds. */
+static bool version_binds(const struct view *w, const char *version)
 {
-	while (isspace((unsigned char)*spec))
-		spec++;
-	if (!strncmp(spec, ">", 1) || !strncmp(spec, "~=", 2) || !strncmp(spec, "==", 2))
-		return false;
-	if (!strcmp(layout, "bindings") && *spec == '<')
-		return !older(spec + (spec[1] == '=' ? 2 : 1), BINDINGS_FIRST);
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (in_view(w, &w->v[i]) && !strcmp(w->v[i].version, version) && !w->v[i].binds)
+			return false;
 	return true;
 }
 
-/* One Requires-Dist value r (parsed from v) rewritten into o: the name
- * and extras, the specifiers kept for the layout (and bindings' floor),
- * the marker as it was. */
-static size_t rewrite(const char *v, size_t n, const struct cp_pep508 *r, const char *layout, bool python, char *o)
+/* Whether release i's version was met before it in the view. */
+static bool seen_version(const struct view *w, size_t i)
 {
-	size_t w = 0, k;
-	bool first = true;
+	size_t k;
 
-	w += (size_t)sprintf(o, "%.*s%.*s", (int)(r->name.end - r->name.start), v + r->name.start,
-			     (int)(r->extras.end - r->extras.start), v + r->extras.start);
-	if (!strcmp(layout, "bindings") && python) {
-		w += (size_t)sprintf(o + w, ">=%s", BINDINGS_FIRST);
-		first = false;
-	}
-	for (k = 0; k < r->nspecs; k++) {
-		char spec[128];
-		size_t len = r->specs[k].end - r->specs[k].start;
-
-		if (len >= sizeof(spec))
-			len = sizeof(spec) - 1;
-		snprintf(spec, sizeof(spec), "%.*s", (int)len, v + r->specs[k].start);
-		if (keep(spec, layout)) {
-			w += (size_t)sprintf(o + w, "%s%s", first ? "" : ",", spec);
-			first = false;
-		}
-	}
-	if (r->marker < n)
-		w += (size_t)sprintf(o + w, " %.*s", (int)(n - r->marker), v + r->marker);
-	return w;
+	for (k = 0; k < i; k++)
+		if (in_view(w, &w->v[k]) && !strcmp(w->v[k].version, w->v[i].version))
+			return true;
+	return false;
 }
 
-cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, const char *where, char **out,
-			    size_t *outlen, bool *changed, cp_error *err)
+/* The oldest release of the view that binds, or NULL. */
+static const char *floor_of(const struct view *w)
+{
+	const char *floor = NULL;
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (in_view(w, &w->v[i]) && version_binds(w, w->v[i].version) &&
+		    (!floor || vcmp(w->v[i].version, floor) < 0))
+			floor = w->v[i].version;
+	return floor;
+}
+
+/* The specifiers admitting exactly the releases of the view that bind,
+ * written at o (room for 32 + n * (MAX_VERSION + 3) bytes). */
+static size_t true_specs(const struct view *w, const char *floor, char *o)
+{
+	unsigned top = 63;
+	size_t i, k = 0;
+
+	while (!(w->majors >> top & 1))
+		top--;
+	k += (size_t)sprintf(o, ">=%s,<%u", floor, top + 1);
+	for (i = 0; i < w->n; i++)
+		if (in_view(w, &w->v[i]) && vcmp(w->v[i].version, floor) > 0 && !version_binds(w, w->v[i].version) &&
+		    !seen_version(w, i))
+			k += (size_t)sprintf(o + k, ",!=%s", w->v[i].version);
+	return k;
+}
+
+/* The line's own specifiers joined by ",". */
+static void own_specs(const char *v, const struct cp_pep508 *r, char *buf, size_t n)
+{
+	size_t k, w = 0;
+
+	buf[0] = '\0';
+	for (k = 0; k < r->nspecs && w < n; k++)
+		w += (size_t)snprintf(buf + w, n - w, "%s%.*s", k ? "," : "", (int)(r->specs[k].end - r->specs[k].start),
+				      v + r->specs[k].start);
+}
+
+/* Value v[0, vlen) of a line naming cuda-python (python) or cuda-bindings,
+ * rewritten at o; 0 when no release of the majors it admits binds. */
+static size_t rewrite_line(const char *v, size_t vlen, const struct cp_pep508 *r, bool python,
+			   const struct cp_release_verdict *ver, size_t n, char *o)
+{
+	char specs[2048];
+	struct view w = { ver, n, 0, python };
+	const char *floor;
+	size_t k;
+
+	own_specs(v, r, specs, sizeof(specs));
+	w.majors = own_majors(ver, n, python, specs);
+	w.python = python || python_binds(&w);
+	floor = w.majors ? floor_of(&w) : NULL;
+	if (!floor)
+		return 0;
+	if (w.python && !python)
+		k = (size_t)sprintf(o, "cuda-python"); /* extras are cuda-bindings' own */
+	else
+		k = (size_t)sprintf(o, "%.*s%.*s", (int)(r->name.end - r->name.start), v + r->name.start,
+				    (int)(r->extras.end - r->extras.start), v + r->extras.start);
+	k += true_specs(&w, floor, o + k);
+	if (r->marker < vlen)
+		k += (size_t)sprintf(o + k, " %.*s", (int)(vlen - r->marker), v + r->marker);
+	return k;
+}
+
+/* The name a Requires-Dist value starts with, when it is one of ours. */
+static bool names_ours(const char *p, const char *stop, const char **v, bool *python, size_t *namelen)
 {
 	static const char key[] = "Requires-Dist:";
+	size_t n = 0;
+
+	if ((size_t)(stop - p) <= sizeof(key) - 1 || strncasecmp(p, key, sizeof(key) - 1))
+		return false;
+	*v = p + sizeof(key) - 1;
+	while (*v < stop && **v == ' ')
+		(*v)++;
+	while (*v + n < stop && (isalnum((unsigned char)(*v)[n]) || strchr("-_.", (*v)[n])))
+		n++;
+	*namelen = n;
+	return cp_releases_dist(*v, n, python);
+}
+
+static cp_status bad_line(const char *where, const char *v, size_t vlen, const char *why, cp_error *err)
+{
+	return cp_fail(err, CP_E_INPUT, "%s: Requires-Dist: %.*s: %s", where, (int)(vlen < 200 ? vlen : 200), v, why);
+}
+
+/* One header line of ours [p, stop) rewritten at o + *w, or copied as it
+ * is (*kept counts it) where no release it admits binds. */
+static cp_status one_line(const char *p, const char *stop, const char *v, size_t namelen, bool python,
+			  const struct cp_release_verdict *ver, size_t n, const char *where, char *o, size_t *w,
+			  size_t *kept, cp_error *err)
+{
+	size_t vlen = (size_t)(stop - v) - (stop > v && stop[-1] == '\r'), made;
+	struct cp_pep508 r;
+
+	if (!cp_pep508_parse(v, vlen, &r) || r.url || r.name.end - r.name.start != namelen)
+		return bad_line(where, v, vlen, r.url ? "a URL, which cypatch cannot rewrite" :
+				"not a requirement PEP 508 allows, which cypatch cannot rewrite", err);
+	memcpy(o + *w, p, (size_t)(v - p));
+	*w += (size_t)(v - p);
+	made = rewrite_line(v, vlen, &r, python, ver, n, o + *w);
+	if (!made) { /* a wheel of releases newer than the base, or of none: kept */
+		memcpy(o + *w, v, (size_t)(stop - v));
+		*w += (size_t)(stop - v);
+		(*kept)++;
+		return CP_OK;
+	}
+	if (!cp_pep508_parse(o + *w, made, &r)) /* what pip reads back */
+		return cp_fail(err, CP_E_INTERNAL, "%s: Requires-Dist: %.*s: the line written is not PEP 508", where,
+			       (int)(vlen < 200 ? vlen : 200), v);
+	*w += made;
+	if (stop[-1] == '\r')
+		o[(*w)++] = '\r';
+	return CP_OK;
+}
+
+cp_status cp_requires_rewrite(const char *meta, size_t len, const struct cp_release_verdict *v, size_t n,
+			      const char *where, char **out, size_t *outlen, bool *changed, size_t *kept, cp_error *err)
+{
 	const char *p = meta, *end = meta + len;
-	char *o = malloc(2 * len + 64);
-	size_t w = 0;
+	size_t w = 0, cap = 0, i;
+	char *o = NULL;
 
-	if (!o)
-		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	*kept = 0;
+	for (i = 0; i < n; i++)
+		assert(strlen(v[i].version) < MAX_VERSION);
 	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p)), *stop = eol ? eol : end, *v, *name;
-		bool python;
-		size_t n;
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *stop = eol ? eol : end, *val;
+		bool python, body = p[0] == '\n' || (p[0] == '\r' && p + 1 < end && p[1] == '\n');
+		size_t namelen;
 
-		if (p[0] == '\n' || (p[0] == '\r' && p + 1 < end && p[1] == '\n')) { /* the body */
+		if (CP_GROW(o, cap, w + (size_t)(end - p) + 64 + n * (MAX_VERSION + 3))) {
+			free(o);
+			return cp_fail(err, CP_E_INTERNAL, "out of memory");
+		}
+		if (body) { /* the description: copied as it is */
 			memcpy(o + w, p, (size_t)(end - p));
 			w += (size_t)(end - p);
 			break;
 		}
-		v = p + sizeof(key) - 1;
-		while (v < stop && *v == ' ')
-			v++;
-		for (name = v, n = 0; name + n < stop && (isalnum((unsigned char)name[n]) || strchr("-_.", name[n])); n++)
-			;
-		if ((size_t)(stop - p) > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1) && cp_releases_dist(name, n, &python)) {
-			size_t vlen = (size_t)(stop - v) - (stop > v && stop[-1] == '\r'), made;
-			struct cp_pep508 r;
+		if (names_ours(p, stop, &val, &python, &namelen)) {
+			cp_status st = one_line(p, stop, val, namelen, python, v, n, where, o, &w, kept, err);
 
-			if (!cp_pep508_parse(v, vlen, &r) || r.url || r.name.end - r.name.start != n) {
+			if (st) {
 				free(o);
-				return cp_fail(err, CP_E_INPUT, "%s: Requires-Dist: %.*s: %s", where, (int)(vlen < 200 ? vlen : 200),
-					       v, r.url ? "a URL, which --relax-requires cannot widen"
-							: "not a requirement PEP 508 allows, which --relax-requires cannot rewrite");
+				return st;
 			}
-			memcpy(o + w, p, (size_t)(v - p));
-			w += (size_t)(v - p);
-			made = rewrite(v, vlen, &r, layout, python, o + w);
-			if (!cp_pep508_parse(o + w, made, &r)) { /* what pip reads back */
-				free(o);
-				return cp_fail(err, CP_E_INTERNAL, "%s: Requires-Dist: %.*s: the widened line is not "
-					       "PEP 508", where, (int)(vlen < 200 ? vlen : 200), v);
-			}
-			w += made;
-			if (stop[-1] == '\r')
-				o[w++] = '\r';
 		} else {
 			memcpy(o + w, p, (size_t)(stop - p));
 			w += (size_t)(stop - p);
@@ -125,8 +253,8 @@ cp_status cp_relax_requires(const char *meta, size_t len, const char *layout, co
 			o[w++] = '\n';
 		p = eol ? eol + 1 : end;
 	}
-	*out = o;
+	*out = o ? o : malloc(1);
 	*outlen = w;
-	*changed = w != len || memcmp(o, meta, len) != 0;
-	return CP_OK;
+	*changed = w != len || memcmp(*out, meta, len) != 0;
+	return *out ? CP_OK : cp_fail(err, CP_E_INTERNAL, "out of memory");
 }

@@ -145,7 +145,7 @@ cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mod
 		cp_write_discard(fd, tmp);
 		return cp_fail(err, CP_E_IO, "%s: writing the output failed: %s", target, cp_write_strerror(saved));
 	}
-	return cp_write_close(fd, tmp, target, true, err);
+	return cp_write_close(fd, tmp, target, false, err);
 }
 
 cp_status cp_write_commit(const char *tmp, const char *target, bool sync, cp_error *err)

@@ -53,8 +53,9 @@ void cp_write_start_writeback(int fd, bool sync);
 void cp_write_discard(int fd, const char *tmp);
 
 /* A new file beside `target` (same directory, so that rename is atomic),
- * holding data, with mode bits `mode`, flushed to disk. Its path goes to
- * tmp (size tmpsz). Nothing is left behind on failure. */
+ * holding data, with mode bits `mode`: a scratch copy read back at once,
+ * so not flushed to disk. Its path goes to tmp (size tmpsz). Nothing is
+ * left behind on failure. */
 cp_status cp_write_temp(const char *target, const uint8_t *data, size_t len, mode_t mode,
 			char *tmp, size_t tmpsz, cp_error *err);
 

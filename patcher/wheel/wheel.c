@@ -525,24 +525,29 @@ static cp_status check_record(struct cp_wheel *w, const struct cp_wheel *src, co
 	return st;
 }
 
-static cp_status open_wheel(const char *path, const struct cp_wheel *src, const bool *copied,
+static cp_status open_wheel(const char *path, const char *name, const struct cp_wheel *src, const bool *copied,
 			    bool (*defer)(const char *name), struct cp_wheel **out, cp_error *err);
 
 cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err)
 {
-	return open_wheel(path, NULL, NULL, NULL, out, err);
+	return open_wheel(path, path, NULL, NULL, NULL, out, err);
+}
+
+cp_status cp_wheel_open_named(const char *path, const char *name, struct cp_wheel **out, cp_error *err)
+{
+	return open_wheel(path, name, NULL, NULL, NULL, out, err);
 }
 
 cp_status cp_wheel_open_copy(const char *path, const struct cp_wheel *src, const bool *copied,
 			     struct cp_wheel **out, cp_error *err)
 {
-	return open_wheel(path, src, copied, NULL, out, err);
+	return open_wheel(path, NULL, src, copied, NULL, out, err);
 }
 
 cp_status cp_wheel_open_deferring(const char *path, bool (*defer)(const char *name), struct cp_wheel **out,
 				  cp_error *err)
 {
-	return open_wheel(path, NULL, NULL, defer, out, err);
+	return open_wheel(path, path, NULL, NULL, defer, out, err);
 }
 
 /* A libzip handle on fd, read a MiB at a time (zip_source.h); NULL with
@@ -608,7 +613,9 @@ static cp_status same_members(struct cp_wheel *w, cp_error *err)
 	return CP_OK;
 }
 
-static cp_status open_wheel(const char *path, const struct cp_wheel *src, const bool *copied,
+/* name: the file name checked against the .dist-info, or NULL for none (a
+ * copy being checked has a temporary name and src's metadata). */
+static cp_status open_wheel(const char *path, const char *name, const struct cp_wheel *src, const bool *copied,
 			    bool (*defer)(const char *name), struct cp_wheel **out, cp_error *err)
 {
 	struct cp_wheel *w = calloc(1, sizeof(*w));
@@ -647,10 +654,9 @@ static cp_status open_wheel(const char *path, const struct cp_wheel *src, const 
 		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
 	if (!st)
 		st = check_record(w, src, copied, defer, err);
-	/* pip refuses a wheel whose file name and .dist-info disagree (a copy
-	 * being checked has a temporary name and src's metadata) */
-	if (!st && !src)
-		st = cp_wheel_name_check(path, w->dist_info, err);
+	/* pip refuses a wheel whose file name and .dist-info disagree */
+	if (!st && name)
+		st = cp_wheel_name_check(name, w->dist_info, err);
 	if (st) {
 		cp_wheel_close(w);
 		return st;
@@ -852,4 +858,17 @@ cp_status cp_wheel_head_contains(struct cp_wheel *w, size_t i, size_t n, const c
 		zip_fclose(f);
 	free(buf);
 	return got < 0 ? bad(w, err, "a member cannot be read", w->m[i].name) : CP_OK;
+}
+
+cp_status cp_wheel_read_metadata(struct cp_wheel *w, size_t *at, uint8_t **data, size_t *len, char *where,
+				 size_t wheren, cp_error *err)
+{
+	size_t n = strlen(w->dist_info);
+
+	*data = NULL;
+	snprintf(where, wheren, "%s: %s/METADATA", w->path, w->dist_info);
+	for (*at = 0; *at < w->n; (*at)++)
+		if (!strncmp(w->m[*at].name, w->dist_info, n) && !strcmp(w->m[*at].name + n, "/METADATA"))
+			return cp_wheel_read(w, *at, data, len, err);
+	return cp_fail(err, CP_E_INPUT, "%s: no %s/METADATA", w->path, w->dist_info);
 }

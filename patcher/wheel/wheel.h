@@ -48,6 +48,8 @@ struct cp_wheel {
 };
 
 cp_status cp_wheel_open(const char *path, struct cp_wheel **out, cp_error *err);
+/* The same for a file that will be named `name` (a temporary output). */
+cp_status cp_wheel_open_named(const char *path, const char *name, struct cp_wheel **out, cp_error *err);
 
 /* Whether member i is the wheel's signature of RECORD (<dist-info>/RECORD.jws
  * or RECORD.p7s, which RECORD does not list). */
@@ -92,5 +94,10 @@ void cp_wheel_close(struct cp_wheel *w);
 
 /* The bytes of member i (at most its declared size). */
 cp_status cp_wheel_read(struct cp_wheel *w, size_t i, uint8_t **data, size_t *len, cp_error *err);
+
+/* <dist-info>/METADATA: its member index and bytes; where gets
+ * "WHEEL: <dist-info>/METADATA" for messages about it. */
+cp_status cp_wheel_read_metadata(struct cp_wheel *w, size_t *at, uint8_t **data, size_t *len, char *where,
+				 size_t wheren, cp_error *err);
 
 #endif

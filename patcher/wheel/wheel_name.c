@@ -92,3 +92,19 @@ cp_status cp_wheel_name_check(const char *path, const char *dist_info, cp_error 
 			       path, dist_info);
 	return CP_OK;
 }
+
+bool cp_consumer_python(const char *path, unsigned *minor, bool *abi3)
+{
+	const char *base = strrchr(path, '/'), *p;
+
+	base = base ? base + 1 : path;
+	if (cp_wheel_name_is(base))
+		return cp_wheel_name_python(base, minor, abi3);
+	*abi3 = false;
+	p = strstr(base, ".cpython-3");
+	if (p)
+		return sscanf(p + 10, "%u", minor) == 1;
+	*abi3 = strstr(base, ".abi3.") != NULL;
+	*minor = 2; /* abi3 from CPython 3.2 on */
+	return *abi3;
+}

@@ -18,6 +18,12 @@ bool cp_wheel_name_is(const char *path);
  * its abi tag is abi3; false when its tags name no CPython (py3-none). */
 bool cp_wheel_name_python(const char *path, unsigned *minor, bool *abi3);
 
+/* The CPython a consumer is built for, from its file name: a wheel's python
+ * and abi tags (cp311-cp311, cp311-abi3) or an extension's suffix
+ * (.cpython-311-x86_64-linux-gnu.so, .abi3.so: 3.2 on); false when it says
+ * none. */
+bool cp_consumer_python(const char *path, unsigned *minor, bool *abi3);
+
 /* path's file name is {name}-{version}[-{build}]-{python}-{abi}-{platform}.whl
  * with the name and version of dist_info ("pkg-1.0.dist-info"). */
 cp_status cp_wheel_name_check(const char *path, const char *dist_info, cp_error *err);

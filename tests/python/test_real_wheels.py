@@ -537,7 +537,7 @@ class Repair:
     def __init__(self, w, mode, tmp_path):
         self.out = tmp_path / "out"
         self.out.mkdir()
-        self.proc = cypatch("repair", "-w", str(self.out), "-t", mode, "--relax-requires", w["wheel"])
+        self.proc = cypatch("repair", "-w", str(self.out), "-t", mode, w["wheel"])
         self.written = os.listdir(str(self.out))
         self.wheel = str(self.out / self.written[0]) if self.proc.returncode == 0 and self.written else None
         self.deps, self.kept = repaired_deps(w, mode, tmp_path) if self.wheel else (None, None)
@@ -634,12 +634,69 @@ def predicted(wheel, site):
 
 
 def predicted_per_release(wheel):
-    """`check --release all`'s verdicts, by release ("cuda-bindings 12.9.4")."""
+    """`check --release all`'s verdicts, by release ("cuda-bindings 12.9.4"),
+    and the releases, (distribution, version), under which it binds."""
     p = subprocess.run([CYPATCH, "check", "--json", "--release", "all", wheel], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     assert p.returncode in (0, 1), (wheel, p.returncode, p.stderr)
-    return {"%s %s" % (c["distribution"], c["version"]): verdicts(c["extensions"])
-            for c in json.loads(p.stdout)["releases"]}
+    cells = json.loads(p.stdout)["releases"]
+    return ({"%s %s" % (c["distribution"], c["version"]): verdicts(c["extensions"]) for c in cells},
+            {(c["distribution"], c["version"]): c["ok"] for c in cells})
+
+
+def our_requirements(lines):
+    """The Requires-Dist lines naming cuda-python or cuda-bindings, parsed."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    reqs = [Requirement(l) for l in lines]
+    return [r for r in reqs if canonicalize_name(r.name) in ("cuda-python", "cuda-bindings")]
+
+
+def metadata_requires(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+        head = z.read(meta).decode().split("\n\n", 1)[0]
+    return re.findall(r"^Requires-Dist: (.*?)\r?$", head, re.M)
+
+
+def line_admits(r, dist, version):
+    """pip's view, as docs/repair.md states it: a cuda-python line admits
+    the cuda-python release of a version and the cuda-bindings release of
+    it (cuda-python from 11.8.6 and 12.8.0 on installs it); a cuda-bindings
+    line admits no cuda-python release."""
+    from packaging.utils import canonicalize_name
+    python = canonicalize_name(r.name) == "cuda-python"
+    return (python or dist == "cuda-bindings") and r.specifier.contains(version, prereleases=True)
+
+
+def extras_of(reqs):
+    """The ways to install: no extra (where a line needs none, or none has
+    a marker naming one), and each extra a marker names."""
+    named = sorted({m for r in reqs if r.marker for m in re.findall(r"extra == ['\"]([^'\"]+)", str(r.marker))})
+    plain = not reqs or any(not r.marker or "extra" not in str(r.marker) for r in reqs)
+    return ([""] if plain or not named else []) + named
+
+
+def applies(r, extra):
+    return not r.marker or r.marker.evaluate({"extra": extra})
+
+
+def requires_are_exact(before, after, binds):
+    """The lines `after` admit, for each way to install, exactly the
+    releases that bind (binds: {(dist, version): ok}) of the CUDA majors
+    the lines `before` admitted; [] when so, else what differs."""
+    old, new, wrong = our_requirements(before), our_requirements(after), []
+    for extra in extras_of(old):
+        majors = None
+        for r in (r for r in old if applies(r, extra)):
+            m = {int(v.split(".")[0]) for (d, v) in binds if line_admits(r, d, v)}
+            majors = m if majors is None else majors & m
+        want = {k for k, ok in binds.items() if ok and (majors is None or int(k[1].split(".")[0]) in majors)}
+        got = {k for k in binds if all(line_admits(r, *k) for r in new if applies(r, extra))}
+        if got != want:
+            wrong.append("[%s] %s: admits %s where it fails, forbids %s where it binds" % (
+                extra, after, sorted(got - want), sorted(want - got)))
+    return wrong
 
 
 @pytest.mark.parametrize("w", REAL, ids=[wheel_id(w) for w in REAL])
@@ -659,8 +716,19 @@ def test_check_predicts_what_the_import_does(w, envs, repairs, tmp_path):
         if r.wheel:
             forms.append(("-t " + mode, r.wheel, r.deps))
     wrong, stale = [], []
+    shipped = metadata_requires(w["wheel"])
     for form, wheel, deps in forms:
-        per_release = predicted_per_release(wheel)
+        per_release, binds = predicted_per_release(wheel)
+        # the requirement repair wrote (and, as shipped, the one `cypatch
+        # requires` would write) admits exactly the releases that bind
+        if form == "as shipped":
+            p = cypatch("requires", "--json", wheel)
+            written = [l["after"] for l in json.loads(p.stdout)["lines"]]
+            written += [l for l in shipped if not our_requirements([l])]
+        else:
+            written = metadata_requires(wheel)
+        wrong += ["%s %s: Requires-Dist %s" % (wheel_id(w), form, x)
+                  for x in requires_are_exact(shipped, written, binds)]
         for env_name in CHECK_ENVS:
             env = envs(env_name)
             did = env.outcomes(w, wheel, tmp_path, deps)
@@ -767,7 +835,7 @@ def repaired_deps(w, mode, tmp_path):
     out.mkdir()
     deps, kept = [], []
     for dep in w["deps"]:
-        proc = cypatch("repair", "-w", str(out), "-t", mode, "--relax-requires", dep)
+        proc = cypatch("repair", "-w", str(out), "-t", mode, dep)
         if proc.returncode == 0:
             deps.append(str(out / os.path.basename(dep)))
         else:

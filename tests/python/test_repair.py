@@ -59,7 +59,7 @@ def rmm_repaired(tmp_path_factory):
     root = tmp_path_factory.mktemp("rmm")
     out = {}
     for layout in ("legacy", "fallback"):
-        proc = repair(RMM, root / layout, layout, "--relax-requires")
+        proc = repair(RMM, root / layout, layout)
         out[layout] = (proc, str(root / layout / os.path.basename(RMM)))
     return out
 
@@ -91,7 +91,7 @@ def test_real_rmm_wheel_imports_under_cuda_python_125_after_repair(layout, rmm_r
     assert "2 of 8 extensions patched" in proc.stdout
     assert "imports-rewritten  rmm/_cuda/gpu.py" in proc.stdout
     pip = venv_with_cuda_python_125(tmp_path / "venv")
-    subprocess.run(pip + [wheel], check=True)  # the relaxed requirement resolves offline
+    subprocess.run(pip + [wheel], check=True)  # the requirement written resolves offline
     py = str(tmp_path / "venv" / "bin" / "python")
     check = subprocess.run([py, "-m", "pip", "check"], stdout=subprocess.PIPE, text=True)
     assert check.returncode == 0, check.stdout
@@ -117,7 +117,7 @@ def test_real_rmm_wheel_fails_under_cuda_python_125_before_repair(tmp_path):
 @pytest.mark.parametrize("layout", ["legacy", "fallback"])
 def test_repair_is_reproducible_and_copies_unchanged_members_raw(layout, rmm_repaired, tmp_path):
     _, wheel = rmm_repaired[layout]
-    again = repair(RMM, tmp_path, layout, "--relax-requires")
+    again = repair(RMM, tmp_path, layout)
     assert again.returncode == 0
     assert digest(wheel) == digest(str(tmp_path / os.path.basename(RMM)))
     before, after = raw_members(RMM), raw_members(wheel)
@@ -138,18 +138,20 @@ def test_repair_is_reproducible_and_copies_unchanged_members_raw(layout, rmm_rep
             data = z.read(name)
             assert rows[name] == [record_hash(data), str(len(data))], name
     meta = z.read("rmm_cu12-25.2.0.dist-info/METADATA").decode()
-    assert "Requires-Dist: cuda-python<13.0a0\n" in meta
+    # every 12.x release cypatch knows, from the oldest (the shipped line
+    # asked cuda-python<13.0a0,>=12.6.2)
+    assert "Requires-Dist: cuda-python>=12.1.0,<13\n" in meta
 
 
 @pytest.mark.parametrize("layout", ["legacy", "fallback"])
 def test_no_fsync_writes_the_same_wheel_without_waiting_for_the_disk(layout, rmm_repaired, tmp_path):
     _, wheel = rmm_repaired[layout]
-    rc, waits = disk_waits("repair", "-w", str(tmp_path), "-t", layout, "--relax-requires", "--no-fsync", RMM)
+    rc, waits = disk_waits("repair", "-w", str(tmp_path), "-t", layout, "--no-fsync", RMM)
     assert rc == 0 and waits == []
     out = str(tmp_path / os.path.basename(RMM))
     assert digest(out) == digest(wheel)
     assert stat.S_IMODE(os.stat(out).st_mode) == stat.S_IMODE(os.stat(wheel).st_mode) == 0o644
-    rc, waits = disk_waits("repair", "-w", str(tmp_path / "durable"), "-t", layout, "--relax-requires", RMM)
+    rc, waits = disk_waits("repair", "-w", str(tmp_path / "durable"), "-t", layout, RMM)
     assert rc == 0 and "fsync" in waits, waits
 
 
@@ -441,29 +443,56 @@ def test_repair_usage_errors(tmp_path):
 
 
 @pytest.mark.parametrize("layout,built,before,after", [
-    # a bindings build made to run on the legacy layout (and, fallback, on both)
-    ("legacy", "bindings", "cuda-python<13,>=12.6.2", "cuda-python<13"),
+    # a module built against real cuda-python (realcuda/rmm_like), repaired:
+    # the line admits the releases cypatch knows where it binds, of the CUDA
+    # majors it admitted; the marker stays
+    ("legacy", "bindings", "cuda-python<13,>=12.6.2", "cuda-python>=12.1.0,<13"),
     ("fallback", "bindings", "cuda-python (>=12.6.2,<13) ; python_version >= \"3.9\"",
-     "cuda-python<13 ; python_version >= \"3.9\""),
-    # a legacy build made to run on the bindings layout
-    ("bindings", "legacy", "cuda-python>=12.0,<12.6", "cuda-python>=12.6.1"),
-    ("bindings", "legacy", "cuda_python~=12.5", "cuda_python>=12.6.1"),
+     "cuda-python>=12.1.0,<13 ; python_version >= \"3.9\""),
+    ("bindings", "legacy", "cuda_python~=12.5", "cuda_python>=12.1.0,<13"),
+    # cuda-python releases with modules bind: only a cuda-python line admits them
+    ("legacy", "bindings", "cuda-bindings>=12.9,<13", "cuda-python>=12.1.0,<13"),
+    # an extra's major stays its own
+    ("bindings", "legacy", "cuda-bindings[all]==13.*; extra == 'cu13'",
+     "cuda-bindings[all]>=13.0.0,<14 ; extra == 'cu13'"),
 ])
-def test_relax_requires(layout, built, before, after, tmp_path):
+def test_repair_writes_the_releases_the_wheel_binds_under(layout, built, before, after, tmp_path):
     files = {"demo/" + os.path.basename(e["so"]): open(e["so"], "rb").read() for e in ENTRIES
-             if e["id"] == "3.3.1/%s/cimports" % built}
+             if e["id"] == "3.3.1/%s/rmm_like" % built}
     meta = ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1.23\n"
             "Requires-Dist: %s\n\nA description that mentions Requires-Dist: cuda-python>=1\n" % before).encode()
     wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
                        dict(files, **{"demo-1.0.dist-info/METADATA": meta}))
-    proc = repair(wheel, tmp_path / "out", layout, "--relax-requires")
-    assert "METADATA requirement relaxed" in proc.stdout
-    out = zipfile.ZipFile(str(tmp_path / "out" / os.path.basename(wheel))).read("demo-1.0.dist-info/METADATA")
-    assert out.decode() == meta.decode().replace("Requires-Dist: %s\n" % before, "Requires-Dist: %s\n" % after)
+    proc = repair(wheel, tmp_path / "out", layout)
+    assert "Requires-Dist made the releases it binds under" in proc.stdout
+    out = str(tmp_path / "out" / os.path.basename(wheel))
+    text = zipfile.ZipFile(out).read("demo-1.0.dist-info/METADATA").decode()
+    assert text == meta.decode().replace("Requires-Dist: %s\n" % before, "Requires-Dist: %s\n" % after)
+    # `cypatch requires` of the output: already true; of the input: the same line
+    doc = json.loads(cypatch("requires", "--json", out).stdout)
+    assert doc["lines"] == [{"before": after, "after": after}] and not doc["changed"], doc
+    # --keep-requires leaves METADATA byte for byte
+    keep = repair(wheel, tmp_path / "kept", layout, "--keep-requires")
+    assert "Requires-Dist" not in keep.stdout
+    assert zipfile.ZipFile(str(tmp_path / "kept" / os.path.basename(wheel))).read(
+        "demo-1.0.dist-info/METADATA") == meta
+
+
+def test_a_requirement_no_known_release_meets_is_kept_and_said(tmp_path):
+    """A module of our own providers binds under no real release: its line
+    is left as it was, and the output says so (a wheel built against a
+    release newer than cypatch knows is the same case)."""
+    files = {"demo/" + os.path.basename(e["so"]): open(e["so"], "rb").read() for e in ENTRIES
+             if e["id"] == "3.3.1/bindings/cimports"}
+    wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"), files)
+    proc = repair(wheel, tmp_path / "out", "legacy")
+    assert "note: Requires-Dist kept as it was: 1 line under which the wheel binds under no release" in proc.stdout
+    text = zipfile.ZipFile(str(tmp_path / "out" / os.path.basename(wheel))).read("demo-1.0.dist-info/METADATA")
+    assert b"Requires-Dist: cuda-python>=12.6.2,<13\n" in text
 
 
 def test_with_keep_sources_only_the_extensions_and_record_change(tmp_path):
-    proc = repair(RMM, tmp_path, "fallback", "--keep-sources")
+    proc = repair(RMM, tmp_path, "fallback", "--keep-sources", "--keep-requires")
     assert "imports-rewritten" not in proc.stdout
     out = str(tmp_path / os.path.basename(RMM))
     before, after = raw_members(RMM), raw_members(out)
@@ -1105,7 +1134,7 @@ def test_a_signed_wheel_that_needs_nothing_is_copied_signature_and_all(tmp_path)
 
 
 # Requires-Dist lines of ours, judged by packaging (pip's own parser of
-# PEP 508) against cypatch's: each one packaging refuses, --relax-requires
+# PEP 508) against cypatch's: each one packaging refuses, repair
 # must refuse in one line naming it (issue 40 case 6: an extra ';' in the
 # marker was rewritten into another malformed line); each it accepts must
 # come out as one packaging reads with the same name, extras and marker.
@@ -1131,18 +1160,18 @@ REQUIREMENTS = [
 
 
 @pytest.mark.parametrize("line", REQUIREMENTS)
-def test_relax_requires_reads_requirements_as_pep_508_does(line, tmp_path):
+def test_repair_reads_requirements_as_pep_508_does(line, tmp_path):
     from packaging.requirements import InvalidRequirement, Requirement
     try:
         want = Requirement(line)
     except InvalidRequirement:
         want = None
-    ext = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
+    ext = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/rmm_like")
     meta = ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: %s\n" % line).encode()
     wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
                        {"demo/" + os.path.basename(ext): open(ext, "rb").read(), "demo-1.0.dist-info/METADATA": meta})
     out = tmp_path / "out"
-    proc = repair(wheel, out, "legacy", "--relax-requires", check=None)
+    proc = repair(wheel, out, "legacy", check=None)
     if want is None:
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (proc.returncode, proc.stderr)
         assert proc.stderr.startswith("cypatch: %s: demo-1.0.dist-info/METADATA: Requires-Dist: %s: " % (wheel, line)), \
@@ -1154,14 +1183,15 @@ def test_relax_requires_reads_requirements_as_pep_508_does(line, tmp_path):
     got = Requirement(text.split("Requires-Dist: ", 1)[1].splitlines()[0])
     assert (got.name, got.extras) == (want.name, want.extras)
     assert str(got.marker) == str(want.marker) if want.marker else got.marker is None
-    assert all(s.operator == "<" for s in got.specifier), got  # legacy keeps upper bounds only
+    assert {s.operator for s in got.specifier} <= {">=", "<", "!="}, got  # the releases it binds under
 
 
-def test_relax_requires_refuses_a_url_it_cannot_widen(tmp_path):
+def test_repair_refuses_a_requirement_url_it_cannot_rewrite(tmp_path):
     line = "cuda-python @ https://example.com/cuda_python-12.6.2-cp311-cp311-linux_x86_64.whl"
-    ext = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/cimports")
+    ext = next(e["so"] for e in ENTRIES if e["id"] == "3.3.1/bindings/rmm_like")
     meta = ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: %s\n" % line).encode()
     wheel = make_wheel(str(tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"),
                        {"demo/" + os.path.basename(ext): open(ext, "rb").read(), "demo-1.0.dist-info/METADATA": meta})
-    proc = repair(wheel, tmp_path / "out", "legacy", "--relax-requires", check=2)
-    assert proc.stderr.strip().endswith("a URL, which --relax-requires cannot widen"), proc.stderr
+    proc = repair(wheel, tmp_path / "out", "legacy", check=2)
+    assert proc.stderr.strip().endswith("a URL, which cypatch cannot rewrite"), proc.stderr
+    assert not (tmp_path / "out").exists() or os.listdir(str(tmp_path / "out")) == []
