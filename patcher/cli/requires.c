@@ -1,5 +1,6 @@
 /* requires.c - `cypatch requires`: the Requires-Dist a wheel should carry. */
 #include "common.h"
+#include "predict/requirement.h"
 #include "releases/releases.h"
 #include "repair/requires.h"
 #include "wheel/wheel.h"
@@ -29,24 +30,13 @@ static const char usage[] =
 /* The Requires-Dist lines on ours in a METADATA, as JSON strings. */
 static json_t *our_lines(const char *meta, size_t len)
 {
+	struct cp_requires_dist r;
 	json_t *out = json_array();
-	const char *p = meta, *end = meta + len;
+	size_t pos = 0;
 
-	while (p < end && *p != '\n' && *p != '\r') { /* the headers, up to the body */
-		const char *eol = memchr(p, '\n', (size_t)(end - p)), *stop = eol ? eol : end, *v = p + 14;
-		bool python;
-		size_t n = 0;
-
-		if (stop - p > 14 && !strncasecmp(p, "Requires-Dist:", 14)) {
-			while (v < stop && *v == ' ')
-				v++;
-			while (v + n < stop && !strchr(" ;([<>=!~\r", v[n]))
-				n++;
-			if (cp_releases_dist(v, n, &python))
-				json_array_append_new(out, json_stringn(v, (size_t)(stop - v) - (stop[-1] == '\r')));
-		}
-		p = eol ? eol + 1 : end;
-	}
+	while (cp_requires_dist_next(meta, len, &pos, &r))
+		if (r.ours)
+			json_array_append_new(out, json_stringn(meta + r.value, r.end - r.value));
 	return out;
 }
 

@@ -68,23 +68,43 @@ static cp_status add_line(const char *v, size_t n, struct cp_requirement *req, c
 	return CP_OK;
 }
 
+static bool name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.';
+}
+
+bool cp_requires_dist_next(const char *meta, size_t len, size_t *pos, struct cp_requires_dist *r)
+{
+	static const char key[] = "Requires-Dist:";
+
+	while (*pos < len && meta[*pos] != '\n' && meta[*pos] != '\r') {
+		const char *p = meta + *pos, *eol = memchr(p, '\n', len - *pos);
+		size_t stop = eol ? (size_t)(eol - meta) : len;
+
+		*pos = eol ? stop + 1 : len;
+		if (stop - (size_t)(p - meta) <= sizeof(key) - 1 || strncasecmp(p, key, sizeof(key) - 1))
+			continue;
+		r->value = (size_t)(p - meta) + sizeof(key) - 1;
+		while (r->value < stop && meta[r->value] == ' ')
+			r->value++;
+		r->end = stop - (stop > r->value && meta[stop - 1] == '\r');
+		for (r->namelen = 0; r->value + r->namelen < r->end && name_char(meta[r->value + r->namelen]); r->namelen++)
+			;
+		r->ours = cp_releases_dist(meta + r->value, r->namelen, &r->python);
+		return true;
+	}
+	return false;
+}
+
 static cp_status parse_metadata(const char *meta, size_t len, struct cp_requirement *req, const char *where,
 				cp_error *err)
 {
-	static const char key[] = "Requires-Dist:";
-	const char *p = meta, *end = meta + len;
+	struct cp_requires_dist r;
+	size_t pos = 0;
 	cp_status st = CP_OK;
 
-	while (!st && p < end && *p != '\n' && *p != '\r') { /* the headers, up to the body */
-		const char *eol = memchr(p, '\n', (size_t)(end - p)), *stop = eol ? eol : end, *v;
-
-		if ((size_t)(stop - p) > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1)) {
-			for (v = p + sizeof(key) - 1; v < stop && *v == ' '; v++)
-				;
-			st = add_line(v, (size_t)(stop - v) - (stop > v && stop[-1] == '\r'), req, where, err);
-		}
-		p = eol ? eol + 1 : end;
-	}
+	while (!st && cp_requires_dist_next(meta, len, &pos, &r))
+		st = add_line(meta + r.value, r.end - r.value, req, where, err);
 	return st;
 }
 

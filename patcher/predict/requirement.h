@@ -20,6 +20,19 @@ struct cp_requirement {
 	size_t n;
 };
 
+/* A Requires-Dist header of METADATA: its value [value, end) (after the
+ * key and spaces, before the line's end), the length of the name it starts
+ * with, and whether that names cuda-python (python) or cuda-bindings. */
+struct cp_requires_dist {
+	size_t value, end, namelen;
+	bool ours, python;
+};
+
+/* The next Requires-Dist header of meta[0, len) from *pos on (advanced
+ * past it); false at the end of the headers (the first empty line), which
+ * leaves the body unread. */
+bool cp_requires_dist_next(const char *meta, size_t len, size_t *pos, struct cp_requires_dist *r);
+
 /* The Requires-Dist lines of a wheel's METADATA that name cuda-python or
  * cuda-bindings, each with the extra its marker asks for (`extra ==
  * "cu13"`: cuda-core's); other markers are taken as true. A line PEP 508

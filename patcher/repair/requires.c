@@ -4,13 +4,13 @@
  * verdicts under every release cypatch knows.
  */
 #include "repair/requires.h"
+#include "predict/requirement.h"
 #include "repair/pep508.h"
 #include "releases/pep440.h"
 #include "releases/releases.h"
 #include "util/error.h"
 
 #include <assert.h>
-#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,46 +162,27 @@ static size_t rewrite_line(const char *v, size_t vlen, const struct cp_pep508 *r
 	return k;
 }
 
-/* The name a Requires-Dist value starts with, when it is one of ours. */
-static bool names_ours(const char *p, const char *stop, const char **v, bool *python, size_t *namelen)
-{
-	static const char key[] = "Requires-Dist:";
-	size_t n = 0;
-
-	if ((size_t)(stop - p) <= sizeof(key) - 1 || strncasecmp(p, key, sizeof(key) - 1))
-		return false;
-	*v = p + sizeof(key) - 1;
-	while (*v < stop && **v == ' ')
-		(*v)++;
-	while (*v + n < stop && (isalnum((unsigned char)(*v)[n]) || strchr("-_.", (*v)[n])))
-		n++;
-	*namelen = n;
-	return cp_releases_dist(*v, n, python);
-}
-
 static cp_status bad_line(const char *where, const char *v, size_t vlen, const char *why, cp_error *err)
 {
 	return cp_fail(err, CP_E_INPUT, "%s: Requires-Dist: %.*s: %s", where, (int)(vlen < 200 ? vlen : 200), v, why);
 }
 
-/* One header line of ours [p, stop) rewritten at o + *w, or copied as it
- * is (*kept counts it) where no release it admits binds. */
-static cp_status one_line(const char *p, const char *stop, const char *v, size_t namelen, bool python,
-			  const struct cp_release_verdict *ver, size_t n, const char *where, char *o, size_t *w,
-			  size_t *kept, cp_error *err)
+/* The value v[0, vlen) of one line of ours written at o + *w: rewritten,
+ * or as it is (*kept counts it) where no release it admits binds. */
+static cp_status one_value(const char *v, size_t vlen, size_t namelen, bool python,
+			   const struct cp_release_verdict *ver, size_t n, const char *where, char *o, size_t *w,
+			   size_t *kept, cp_error *err)
 {
-	size_t vlen = (size_t)(stop - v) - (stop > v && stop[-1] == '\r'), made;
 	struct cp_pep508 r;
+	size_t made;
 
 	if (!cp_pep508_parse(v, vlen, &r) || r.url || r.name.end - r.name.start != namelen)
 		return bad_line(where, v, vlen, r.url ? "a URL, which cypatch cannot rewrite" :
 				"not a requirement PEP 508 allows, which cypatch cannot rewrite", err);
-	memcpy(o + *w, p, (size_t)(v - p));
-	*w += (size_t)(v - p);
 	made = rewrite_line(v, vlen, &r, python, ver, n, o + *w);
 	if (!made) { /* a wheel of releases newer than the base, or of none: kept */
-		memcpy(o + *w, v, (size_t)(stop - v));
-		*w += (size_t)(stop - v);
+		memcpy(o + *w, v, vlen);
+		*w += vlen;
 		(*kept)++;
 		return CP_OK;
 	}
@@ -209,52 +190,43 @@ static cp_status one_line(const char *p, const char *stop, const char *v, size_t
 		return cp_fail(err, CP_E_INTERNAL, "%s: Requires-Dist: %.*s: the line written is not PEP 508", where,
 			       (int)(vlen < 200 ? vlen : 200), v);
 	*w += made;
-	if (stop[-1] == '\r')
-		o[(*w)++] = '\r';
 	return CP_OK;
 }
 
 cp_status cp_requires_rewrite(const char *meta, size_t len, const struct cp_release_verdict *v, size_t n,
 			      const char *where, char **out, size_t *outlen, bool *changed, size_t *kept, cp_error *err)
 {
-	const char *p = meta, *end = meta + len;
-	size_t w = 0, cap = 0, i;
+	struct cp_requires_dist r;
+	size_t w = 0, cap = 0, from = 0, pos = 0, i;
 	char *o = NULL;
+	cp_status st = CP_OK;
 
 	*kept = 0;
 	for (i = 0; i < n; i++)
 		assert(strlen(v[i].version) < MAX_VERSION);
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p)), *stop = eol ? eol : end, *val;
-		bool python, body = p[0] == '\n' || (p[0] == '\r' && p + 1 < end && p[1] == '\n');
-		size_t namelen;
-
-		if (CP_GROW(o, cap, w + (size_t)(end - p) + 64 + n * (MAX_VERSION + 3))) {
-			free(o);
-			return cp_fail(err, CP_E_INTERNAL, "out of memory");
-		}
-		if (body) { /* the description: copied as it is */
-			memcpy(o + w, p, (size_t)(end - p));
-			w += (size_t)(end - p);
+	/* the bytes between our values are copied as they are */
+	while (!st && cp_requires_dist_next(meta, len, &pos, &r)) {
+		if (!r.ours)
+			continue;
+		if (CP_GROW(o, cap, w + (r.end - from) + 64 + n * (MAX_VERSION + 3))) {
+			st = cp_fail(err, CP_E_INTERNAL, "out of memory");
 			break;
 		}
-		if (names_ours(p, stop, &val, &python, &namelen)) {
-			cp_status st = one_line(p, stop, val, namelen, python, v, n, where, o, &w, kept, err);
-
-			if (st) {
-				free(o);
-				return st;
-			}
-		} else {
-			memcpy(o + w, p, (size_t)(stop - p));
-			w += (size_t)(stop - p);
-		}
-		if (eol)
-			o[w++] = '\n';
-		p = eol ? eol + 1 : end;
+		memcpy(o + w, meta + from, r.value - from);
+		w += r.value - from;
+		st = one_value(meta + r.value, r.end - r.value, r.namelen, r.python, v, n, where, o, &w, kept, err);
+		from = r.end;
 	}
-	*out = o ? o : malloc(1);
+	if (!st && CP_GROW(o, cap, w + (len - from) + 1))
+		st = cp_fail(err, CP_E_INTERNAL, "out of memory");
+	if (st) {
+		free(o);
+		return st;
+	}
+	memcpy(o + w, meta + from, len - from);
+	w += len - from;
+	*out = o;
 	*outlen = w;
-	*changed = w != len || memcmp(*out, meta, len) != 0;
-	return *out ? CP_OK : cp_fail(err, CP_E_INTERNAL, "out of memory");
+	*changed = w != len || memcmp(o, meta, len) != 0;
+	return CP_OK;
 }
