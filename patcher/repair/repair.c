@@ -418,22 +418,22 @@ static cp_status rewrite_sources(struct job *j)
 }
 
 /* What check cannot predict for the output keeps the requirement as it
- * was, and says why (the temporary file named as the output). */
-static void keep_requires(struct job *j, const cp_error *why)
+ * was, and says why (the file it read, path, named as the output). */
+static void keep_requires(struct job *j, const char *path, const cp_error *why)
 {
-	const char *tmp = strstr(why->msg, j->out.tmp);
+	const char *tmp = strstr(why->msg, path);
 	char *o = j->res->requires_kept;
 	int n = (int)sizeof(j->res->requires_kept) - 1;
 
 	size_t k = tmp ? (size_t)snprintf(o, (size_t)n + 1, "%.*s%s%s", (int)(tmp - why->msg), why->msg,
-					  j->res->out, tmp + strlen(j->out.tmp))
+					  j->res->out, tmp + strlen(path))
 		       : (size_t)snprintf(o, (size_t)n + 1, "%s", why->msg);
 
 	if (k > (size_t)n) /* cut at the field's size: still the message's start */
 		o[n] = '\0';
 }
 
-cp_status cp_repair_requires(struct job *j, bool *again)
+cp_status cp_repair_requires(struct job *j, const char *path, bool *again)
 {
 	struct cp_release_verdict *v = NULL;
 	cp_error why = { CP_OK, "" };
@@ -444,8 +444,8 @@ cp_status cp_repair_requires(struct job *j, bool *again)
 	cp_status st;
 
 	*again = false;
-	if (cp_release_verdicts(j->out.tmp, j->res->out, j->rules, j->o->releases, &v, &n, &why)) {
-		keep_requires(j, &why);
+	if (cp_release_verdicts(path, j->res->out, j->rules, j->o->releases, &v, &n, &why)) {
+		keep_requires(j, path, &why);
 		return CP_OK;
 	}
 	st = cp_wheel_read_metadata(j->w, &at, &meta, &len, where, sizeof(where), j->err);

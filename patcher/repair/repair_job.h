@@ -75,10 +75,11 @@ cp_status cp_repair_pay(struct job *j);
 /* <dist-info>/cypatch.json and RECORD for what changed. */
 cp_status cp_repair_note(struct job *j);
 cp_status cp_repair_record(struct job *j, uint8_t **rec, size_t *rec_len);
-/* From the output written to the temporary file: METADATA's cuda-python /
- * cuda-bindings requirement made the releases it binds under (requires.h);
- * *again when METADATA changed, so that the archive is written again. */
-cp_status cp_repair_requires(struct job *j, bool *again);
+/* From the output as written (path: the temporary file, or the input
+ * where nothing else changes): METADATA's cuda-python / cuda-bindings
+ * requirement made the releases it binds under (requires.h); *again when
+ * METADATA changed, so that the archive is written (again). */
+cp_status cp_repair_requires(struct job *j, const char *path, bool *again);
 
 /* repair_write.c */
 /* When anything may change: the output's temporary file, and the members

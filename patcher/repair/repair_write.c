@@ -367,12 +367,12 @@ void cp_repair_drop_output(struct job *j)
 	out->fd = -1;
 }
 
-/* METADATA's requirement from the archive as written; written again
- * when it changes. */
-static cp_status requires_again(struct job *j)
+/* METADATA's requirement from the archive as written (the input, where
+ * nothing else changed); written (again) when it changes. */
+static cp_status requires_again(struct job *j, const char *wheel)
 {
 	bool again;
-	cp_status st = cp_repair_requires(j, &again);
+	cp_status st = cp_repair_requires(j, j->out.z ? j->out.tmp : wheel, &again);
 
 	if (!st && again) {
 		cp_repair_drop_output(j);
@@ -401,8 +401,8 @@ cp_status cp_repair_write(struct job *j, const char *wheel)
 		if (!st && !cp_repair_untouched(j))
 			st = write_temp(j);
 	}
-	if (!st && j->out.z && j->o->releases)
-		st = requires_again(j);
+	if (!st && j->o->releases)
+		st = requires_again(j, wheel);
 	if (st) {
 		cp_repair_drop_output(j);
 		return st;
