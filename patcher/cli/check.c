@@ -159,7 +159,7 @@ int cmd_check(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			return cli_usage_error("check", "%s", "unknown option");
+			return cli_bad_option("check", argv);
 		}
 	}
 	if (!site == !nspecs || argc - optind < 1 || ((site || json) && argc - optind != 1))

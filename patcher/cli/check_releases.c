@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 struct table {
 	const cp_releases *kb;
 	size_t *rels, nrels;        /* checked */

@@ -2,6 +2,7 @@
 #include "common.h"
 #include "releases/releases.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,13 @@ int cli_usage_error(const char *command, const char *fmt, const char *arg)
 	fprintf(stderr, "cypatch %s: ", command);
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, " (see 'cypatch %s --help')\n", command);
+	return CP_E_USAGE;
+}
+
+int cli_bad_option(const char *command, char *const *argv)
+{
+	fprintf(stderr, "cypatch %s: '%s': an unknown option, or one without its argument (see 'cypatch %s --help')\n",
+		command, argv[optind - 1], command);
 	return CP_E_USAGE;
 }
 

@@ -11,6 +11,10 @@ int cli_error(const cp_error *err);
 /* Prints "cypatch: <command>: <message>" for a usage error; returns CP_E_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, const char *arg);
 
+/* What getopt_long answered '?' to (argv[optind - 1]): one line, CP_E_USAGE.
+ * (main sets opterr to 0: getopt prints nothing of its own.) */
+int cli_bad_option(const char *command, char *const *argv);
+
 /* The --rules files of a command line. */
 #define CLI_MAX_RULES 32
 struct cli_rules {

@@ -3,6 +3,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,5 +97,6 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	opterr = 0; /* an unknown option is told once, by the command's own one line */
 	return flushed(dispatch(argc, argv));
 }

@@ -209,7 +209,7 @@ int cmd_releases(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			return cli_usage_error("releases", "%s", "unknown option");
+			return cli_bad_option("releases", argv);
 		}
 	}
 	if (optind != argc)

@@ -123,7 +123,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			fputs(usage, stdout);
 			return -1;
 		default:
-			return cli_usage_error("repair", "%s", "unknown option");
+			return cli_bad_option("repair", argv);
 		}
 	}
 	if (!o->r.outdir || !o->r.layout)

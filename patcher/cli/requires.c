@@ -119,7 +119,7 @@ static int parse(int argc, char **argv, int *json, struct cli_rules *rules)
 		else if (c == 'h')
 			return fputs(usage, stdout), -1;
 		else if (c != 'r')
-			return cli_usage_error("requires", "%s", "unknown option");
+			return cli_bad_option("requires", argv);
 	}
 	return optind == argc ? cli_usage_error("requires", "%s", "expects at least one WHEEL") : 0;
 }

@@ -103,7 +103,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			fputs(usage, stdout);
 			return -1;
 		default:
-			return cli_usage_error("--target-layout", "%s", "unknown option");
+			return cli_bad_option("--target-layout", argv);
 		}
 	}
 	if (!o->layout)

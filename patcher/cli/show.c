@@ -132,7 +132,7 @@ int cmd_show(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			return cli_usage_error("show", "%s", "unknown option");
+			return cli_bad_option("show", argv);
 		}
 	}
 	if (argc - optind != 1)

@@ -119,7 +119,7 @@ int cmd_verify(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			return cli_usage_error("verify", "%s", "unknown option");
+			return cli_bad_option("verify", argv);
 		}
 	}
 	if (argc - optind != 1)

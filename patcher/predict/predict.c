@@ -714,8 +714,8 @@ static cp_status read_wheel(struct ctx *c, const char *path, const char *as, str
 	return st;
 }
 
-/* What check reads of path (a wheel or an extension), into u. */
-/* path is a wheel where its name, or `as` (the name it will have), says so. */
+/* What check reads of path (a wheel or an extension: its name says which,
+ * or `as`, the name it will have), into u. */
 static cp_status read_units(struct ctx *c, const char *path, const char *as, struct units *u, cp_error *err)
 {
 	memset(u, 0, sizeof(*u));

@@ -134,3 +134,23 @@ def test_a_floor_that_forbids_releases_where_the_wheel_binds_is_named():
     assert g["lines"] == ["cuda-bindings<13.0,>=12.9.2"], g
     assert g["admits_failing"] == [], g
     assert {"cuda-bindings 12.9.0", "cuda-bindings 12.9.1", "cuda-bindings 13.0.0"} <= set(g["forbids_binding"]), g
+
+
+# -- cypatch requires: the lines repair would write (docs/repair.md) ---------
+
+def test_requires_prints_the_lines_and_changes_nothing(tmp_path):
+    wheel = real_wheel("rmm-cu12", "26.10.0")
+    before = open(wheel, "rb").read()
+    p = cypatch("requires", wheel)
+    assert p.stdout.splitlines()[1:] == ["  - cuda-bindings<13.0,>=12.9.2", "  + cuda-python>=12.6.2.post1,<13"], p.stdout
+    assert open(wheel, "rb").read() == before
+    both = json.loads(cypatch("requires", "--json", wheel, real_wheel("cuda-core", "0.6.0")).stdout)
+    assert [d["changed"] for d in both] == [True, True], both
+    cu12 = [l for l in both[1]["lines"] if "cu12" in l["before"]]
+    assert cu12 and "12.8.0" not in cu12[0]["after"] and ">=12.9.0" in cu12[0]["after"], cu12
+
+
+@pytest.mark.parametrize("args,rc", [([], 64), (["--bogus"], 64), (["/nonexistent.whl"], 2)])
+def test_requires_usage_and_bad_input(args, rc):
+    p = cypatch("requires", *args, check=rc)
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
