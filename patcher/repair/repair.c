@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "repair/pysource.h"
 #include "rules/rules.h"
+#include "predict/requirement.h"
 #include "repair/requires.h"
 #include "wheel/wheel.h"
 #include "wheel/wheel_name.h"
@@ -433,6 +434,18 @@ static void keep_requires(struct job *j, const char *path, const cp_error *why)
 		o[n] = '\0';
 }
 
+/* Whether METADATA has a Requires-Dist line on cuda-python or cuda-bindings. */
+static bool names_ours(const char *meta, size_t len)
+{
+	struct cp_requires_dist r;
+	size_t pos = 0;
+
+	while (cp_requires_dist_next(meta, len, &pos, &r))
+		if (r.ours)
+			return true;
+	return false;
+}
+
 cp_status cp_repair_requires(struct job *j, const char *path, bool *again)
 {
 	struct cp_release_verdict *v = NULL;
@@ -444,13 +457,17 @@ cp_status cp_repair_requires(struct job *j, const char *path, bool *again)
 	cp_status st;
 
 	*again = false;
+	st = cp_wheel_read_metadata(j->w, &at, &meta, &len, where, sizeof(where), j->err);
+	if (st || !names_ours((const char *)meta, len)) { /* nothing to predict for */
+		free(meta);
+		return st;
+	}
 	if (cp_release_verdicts(path, j->res->out, j->rules, j->o->releases, &v, &n, &why)) {
 		keep_requires(j, path, &why);
+		free(meta);
 		return CP_OK;
 	}
-	st = cp_wheel_read_metadata(j->w, &at, &meta, &len, where, sizeof(where), j->err);
-	if (!st)
-		st = cp_requires_rewrite((const char *)meta, len, v, n, where, &out, &outlen, &changed, &kept, j->err);
+	st = cp_requires_rewrite((const char *)meta, len, v, n, where, &out, &outlen, &changed, &kept, j->err);
 	if (!st && kept)
 		snprintf(j->res->requires_kept, sizeof(j->res->requires_kept), "%zu line%s under which the wheel binds "
 			 "under no release cypatch knows (rules/releases.txt) of the CUDA majors %s", kept,
