@@ -14,9 +14,14 @@
 #include "scan/scan.h"
 #include "wheel/wheel.h"
 #include "wheel/wheel_name.h"
+#include "util/cores.h"
 #include "util/write.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -554,46 +559,67 @@ static cp_status unit_imports(const cp_scan *s, struct unit *x, cp_error *err)
 	return CP_OK;
 }
 
-/* Reads and scans one extension file, kept in u when it is a Cython
- * module; a scan that notes what it could not follow is an error. */
-static cp_status read_unit(struct ctx *c, const char *file, const char *label, unsigned tree, struct units *u,
-			   cp_error *err)
+/* Reads and scans one extension file into x (*module false, x empty,
+ * when it is no Cython module); a scan that notes what it could not
+ * follow is an error. */
+static cp_status scan_unit(const struct ctx *c, const char *file, const char *label, unsigned tree, struct unit *x,
+			   bool *module, cp_error *err)
 {
 	cp_image *img = NULL;
-	struct unit x = { NULL, NULL, NULL, NULL, 0, NULL, tree };
-	struct unit *more = NULL;
 	cp_status st = cp_image_open(file, &img, err);
 
-	if (!st && !cp_scan_is_module(img)) {
+	*x = (struct unit){ NULL, NULL, NULL, NULL, 0, NULL, tree };
+	*module = !st && cp_scan_is_module(img);
+	if (!st && !*module) {
 		cp_image_close(img);
 		return CP_OK;
 	}
 	if (!st)
-		st = cp_scan_run(img, c->rules, &x.scan, err);
+		st = cp_scan_run(img, c->rules, &x->scan, err);
 	/* a prediction from what the scan could not see would be a guess */
-	if (!st && x.scan->incomplete[0])
-		st = cp_fail(err, CP_E_INPUT, "%s: %s", label, x.scan->incomplete);
+	if (!st && x->scan->incomplete[0])
+		st = cp_fail(err, CP_E_INPUT, "%s: %s", label, x->scan->incomplete);
 	if (!st)
-		st = import_times(c, img, x.scan, &x.when, err);
+		st = import_times(c, img, x->scan, &x->when, err);
 	if (!st)
-		st = unit_imports(x.scan, &x, err);
+		st = unit_imports(x->scan, x, err);
 	st = cp_image_settle(img, st, err);
 	if (!st) {
-		x.triplet = img->arch->triplet;
-		x.label = strdup(label);
-		more = x.label ? realloc(u->v, (u->n + 1) * sizeof(*more)) : NULL;
-		if (!more)
+		x->triplet = img->arch->triplet;
+		if (!(x->label = strdup(label)))
 			st = cp_fail(err, CP_E_INTERNAL, "out of memory");
 	}
-	if (!st) {
-		cp_scan_free_walk(x.scan);
-		u->v = more;
-		u->v[u->n++] = x;
-	} else {
-		unit_free(&x);
-	}
+	if (st)
+		unit_free(x);
+	else
+		cp_scan_free_walk(x->scan);
 	cp_image_close(img);
 	return st;
+}
+
+/* x appended to u (taken: freed on failure). */
+static cp_status keep_unit(struct units *u, struct unit *x, cp_error *err)
+{
+	struct unit *more = realloc(u->v, (u->n + 1) * sizeof(*more));
+
+	if (!more) {
+		unit_free(x);
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	}
+	u->v = more;
+	u->v[u->n++] = *x;
+	return CP_OK;
+}
+
+/* One extension file, kept in u when it is a Cython module. */
+static cp_status read_unit(const struct ctx *c, const char *file, const char *label, unsigned tree,
+			   struct units *u, cp_error *err)
+{
+	struct unit x;
+	bool module;
+	cp_status st = scan_unit(c, file, label, tree, &x, &module, err);
+
+	return st || !module ? st : keep_unit(u, &x, err);
 }
 
 /* One extension: its prediction appended to exts, when it references a
@@ -679,44 +705,180 @@ static cp_status predict_python(struct ctx *c, json_t *exts, cp_error *err)
 	return cp_chain_predict(c->chain, exts, resolves, c, err);
 }
 
-/* Every extension member of a wheel (path, named as), read into u. */
-static cp_status read_wheel(struct ctx *c, const char *path, const char *as, struct units *u, cp_error *err)
+/*
+ * A wheel's extension members are scanned on every core at once (at most
+ * MAX_READERS): each worker takes the next member, extracts it through its
+ * own reader of the archive into its own scratch file and scans it into the
+ * member's slot. The units are then kept in the wheel's order, and the
+ * first failure in that order is the one told, as reading them one at a
+ * time would.
+ */
+#define MAX_READERS 8
+
+struct member_scan {
+	size_t member;   /* index into the wheel */
+	struct unit x;
+	bool module;
+	cp_status st;
+	cp_error err;
+};
+
+struct wheel_read {
+	const struct ctx *c;
+	struct cp_wheel *w;
+	const char *path;
+	char dir[32];
+	struct member_scan *m;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void scratch_name(const struct wheel_read *r, unsigned k, char *out, size_t n)
 {
-	char dir[] = "/tmp/cypatch-check-XXXXXX", tmp[4200];
-	cp_status st = cp_wheel_open_named(path, as, &u->w, err);
+	snprintf(out, n, "%s/%u.so", r->dir, k);
+}
+
+/* Member m extracted into worker k's scratch file and scanned. */
+static cp_status scan_member(struct wheel_read *r, zip_t *z, unsigned k, struct member_scan *m)
+{
+	const char *name = r->w->m[m->member].name;
+	char tmp[64];
+	bool found;
+	cp_status st;
+	int fd;
+
+	scratch_name(r, k, tmp, sizeof(tmp));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return cp_fail(&m->err, CP_E_IO, "%s: cannot write there: %s", r->dir, strerror(errno));
+	st = cp_wheel_extract(r->w, z, m->member, fd, "PyInit_", &found, &m->err);
+	if (close(fd) && !st)
+		st = cp_fail(&m->err, CP_E_IO, "%s: cannot write there: %s", r->dir, strerror(errno));
+	if (!st) /* every .so, as a bad one is an error (found is not asked) */
+		st = scan_unit(r->c, tmp, name, cp_chain_tree_major(r->w, name, NULL), &m->x, &m->module, &m->err);
+	if (st)
+		cp_fail_about_member(&m->err, st, tmp, r->path, name);
+	unlink(tmp);
+	return st;
+}
+
+struct reader {
+	struct wheel_read *r;
+	unsigned k;
+	pthread_t thread;
+	bool running;
+};
+
+static void *read_members(void *arg)
+{
+	struct reader *me = arg;
+	struct wheel_read *r = me->r;
+	cp_error err = { CP_OK, "" };
+	zip_t *z = NULL;
+	cp_status zst = cp_wheel_reader(r->w, &z, &err);
+	size_t k;
+
+	while ((k = atomic_fetch_add(&r->next, 1)) < r->n) {
+		r->m[k].st = zst ? zst : scan_member(r, z, me->k, &r->m[k]);
+		if (zst)
+			r->m[k].err = err;
+	}
+	if (z)
+		zip_discard(z);
+	return NULL;
+}
+
+/* The members that may be extensions, into r->m. */
+static cp_status list_members(struct wheel_read *r, cp_error *err)
+{
 	size_t i;
 
-	if (!st && !mkdtemp(dir))
-		st = cp_fail(err, CP_E_IO, "cannot create a temporary directory");
-	for (i = 0; !st && i < u->w->n; i++) {
-		const char *name = u->w->m[i].name;
-		uint8_t *data;
-		size_t len;
+	r->m = calloc(r->w->n ? r->w->n : 1, sizeof(*r->m));
+	if (!r->m)
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	for (i = 0; i < r->w->n; i++)
+		if (!r->w->m[i].dir && strstr(r->w->m[i].name, ".so"))
+			r->m[r->n++].member = i;
+	return CP_OK;
+}
 
-		if (u->w->m[i].dir || !strstr(name, ".so"))
-			continue;
-		snprintf(tmp, sizeof(tmp), "%s/x.so", dir);
-		st = cp_wheel_read(u->w, i, &data, &len, err);
-		if (!st) {
-			st = cp_write_temp(tmp, data, len, 0644, tmp, sizeof(tmp), err);
-			free(data);
-		}
-		if (!st) {
-			st = read_unit(c, tmp, name, cp_chain_tree_major(u->w, name, NULL), u, err);
-			if (st)
-				cp_fail_about_member(err, st, tmp, path, name);
-			unlink(tmp);
-			cp_cleanup_remove(tmp); /* registered by cp_write_temp, never renamed */
-		}
+/* Runs the workers (the calling thread is one) over r->m. */
+static void run_readers(struct wheel_read *r)
+{
+	struct reader w[MAX_READERS];
+	unsigned n = cp_cores(), k;
+	char tmp[64];
+
+	n = n < 1 ? 1 : n > MAX_READERS ? MAX_READERS : n;
+	if (n > r->n)
+		n = r->n ? (unsigned)r->n : 1;
+	for (k = 0; k < n; k++) {
+		scratch_name(r, k, tmp, sizeof(tmp));
+		cp_cleanup_add(tmp, false);
+		w[k] = (struct reader){ r, k, 0, false };
 	}
-	if (u->w)
-		rmdir(dir);
+	for (k = 1; k < n; k++)
+		w[k].running = !cp_cleanup_thread(&w[k].thread, read_members, &w[k]);
+	read_members(&w[0]);
+	for (k = 1; k < n; k++)
+		if (w[k].running)
+			pthread_join(w[k].thread, NULL);
+	for (k = 0; k < n; k++) {
+		scratch_name(r, k, tmp, sizeof(tmp));
+		cp_cleanup_remove(tmp);
+	}
+}
+
+/* The slots kept in the wheel's order; the first failure told. */
+static cp_status keep_members(struct wheel_read *r, struct units *u, cp_error *err)
+{
+	cp_status st = CP_OK;
+	size_t k;
+
+	for (k = 0; k < r->n; k++) {
+		struct member_scan *m = &r->m[k];
+
+		if (!st && m->st) {
+			st = m->st;
+			*err = m->err;
+		} else if (!st && m->module) {
+			st = keep_unit(u, &m->x, err);
+			continue;
+		}
+		unit_free(&m->x);
+	}
+	return st;
+}
+
+/* Every extension member of a wheel (path, named as), read into u. */
+static cp_status read_wheel(const struct ctx *c, const char *path, const char *as, struct units *u, cp_error *err)
+{
+	struct wheel_read r = { c, NULL, path, "/tmp/cypatch-check-XXXXXX", NULL, 0, 0 };
+	cp_status st = cp_wheel_open_named(path, as, &u->w, err);
+	bool made = !st && mkdtemp(r.dir);
+
+	r.w = u->w;
+	if (!st && !made)
+		st = cp_fail(err, CP_E_IO, "cannot create a temporary directory");
+	if (made)
+		cp_cleanup_add(r.dir, true);
+	if (!st)
+		st = list_members(&r, err);
+	if (!st) {
+		run_readers(&r);
+		st = keep_members(&r, u, err);
+	}
+	if (made) {
+		rmdir(r.dir);
+		cp_cleanup_remove(r.dir);
+	}
+	free(r.m);
 	return st;
 }
 
 /* What check reads of path (a wheel or an extension: its name says which,
  * or `as`, the name it will have), into u. */
-static cp_status read_units(struct ctx *c, const char *path, const char *as, struct units *u, cp_error *err)
+static cp_status read_units(const struct ctx *c, const char *path, const char *as, struct units *u, cp_error *err)
 {
 	memset(u, 0, sizeof(*u));
 	if (cp_wheel_name_is(as ? as : path))
