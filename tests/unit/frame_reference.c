@@ -82,7 +82,8 @@ static bool same_calls(const struct cp_frame *a, const struct cp_frame *b)
 
 		if (x->insn != y->insn || x->target != y->target || x->known != y->known ||
 		    strcmp(x->name ? x->name : "", y->name ? y->name : "") ||
-		    memcmp(x->arg, y->arg, sizeof(x->arg)) || memcmp(x->arg_imm, y->arg_imm, sizeof(x->arg_imm))) {
+		    memcmp(x->arg, y->arg, sizeof(x->arg)) || memcmp(x->arg_imm, y->arg_imm, sizeof(x->arg_imm)) ||
+		    x->addr_known != y->addr_known || memcmp(x->addr, y->addr, sizeof(x->addr))) {
 			fprintf(stderr, "  call %zu at %#llx: Zydis target %#llx %s known %#x; capstone target %#llx %s known %#x\n",
 				i, (unsigned long long)x->insn, (unsigned long long)x->target, x->name ? x->name : "-", x->known,
 				(unsigned long long)y->target, y->name ? y->name : "-", y->known);

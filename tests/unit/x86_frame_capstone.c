@@ -323,6 +323,23 @@ static void do_mov(struct eval *e, const cs_x86 *x, unsigned id)
 	write_op(e, &x->operands[0], a, io);
 }
 
+/* base + index * scale + disp, one of the two an address and the other a
+ * value known in full (scale 1 when the index is the address). */
+static bool lea_indexed(const struct eval *e, const x86_op_mem *m, uint64_t *va)
+{
+	int b = cp_reg64(m->base), i = cp_reg64(m->index);
+
+	if (b < 0 || i < 0)
+		return false;
+	if (e->reg[b].kind == K_ADDR && e->reg[i].kind == K_BITS && e->reg[i].known == ~0ull)
+		*va = e->reg[b].v + e->reg[i].v * (uint64_t)m->scale + (uint64_t)m->disp;
+	else if (m->scale == 1 && e->reg[i].kind == K_ADDR && e->reg[b].kind == K_BITS && e->reg[b].known == ~0ull)
+		*va = e->reg[i].v + e->reg[b].v + (uint64_t)m->disp;
+	else
+		return false;
+	return true;
+}
+
 static void do_lea(struct eval *e, const cs_x86 *x)
 {
 	const x86_op_mem *m = &x->operands[1].mem;
@@ -357,6 +374,13 @@ static void do_lea(struct eval *e, const cs_x86 *x)
 		 * (Cython 3.0's string table: &mstate->x for entry after entry) */
 		a.kind = K_ADDR;
 		a.v = e->reg[cp_reg64(m->base)].v + (uint64_t)m->disp;
+	} else if (lea_indexed(e, m, &va)) {
+		/* lea rdi, [r12 + rbx]: an address plus a known offset; no
+		 * address noted for it */
+		a.kind = K_ADDR;
+		a.v = va;
+		reg_write(e, x->operands[0].reg, x->operands[0].size, a);
+		return;
 	}
 	if (a.kind == K_ADDR)
 		note_addr(e, a.v);
@@ -541,12 +565,13 @@ static void note_call(struct eval *e, const cs_x86 *x, const char *name)
 	c->name = name;
 	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
 		c->target = (uint64_t)x->operands[0].imm;
-	else if (x->op_count == 1 && x->operands[0].type == X86_OP_MEM &&
-		 x->operands[0].mem.base == X86_REG_RIP && x->operands[0].mem.index == X86_REG_INVALID)
-		c->name = cp_image_got_name(e->img, cp_x86_rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
 	for (i = 0; i < 6; i++) {
 		const struct aval *a = &e->reg[cp_x86_64_arg_regs[i]];
 
+		if (a->kind == K_ADDR) {
+			c->addr_known |= (uint8_t)(1u << i);
+			c->addr[i] = a->v;
+		}
 		if (a->kind != K_BITS || a->known != ~0ull)
 			continue;
 		c->known |= (uint8_t)(1u << i);
@@ -563,6 +588,9 @@ static void do_call(struct eval *e, const cs_x86 *x)
 
 	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
 		name = cp_image_plt_name(e->img, (uint64_t)x->operands[0].imm);
+	else if (x->op_count == 1 && x->operands[0].type == X86_OP_MEM &&
+		 x->operands[0].mem.base == X86_REG_RIP && x->operands[0].mem.index == X86_REG_INVALID)
+		name = cp_image_got_name(e->img, cp_x86_rip_addr(e->in, &x->operands[0].mem)); /* -fno-plt */
 	note_call(e, x, name);
 	if (name)
 		note_arglen(e, name);
