@@ -977,7 +977,7 @@ cp_status cp_predict_releases(const char *path, const char *as, const cp_rules *
 	json_t *cells = json_array(), *exts = NULL;
 	struct units u;
 	cp_status st = read_units(&c, path, as, &u, err);
-	bool binds;
+	bool binds = false;
 	size_t i;
 
 	*result = NULL;
@@ -986,11 +986,11 @@ cp_status cp_predict_releases(const char *path, const char *as, const cp_rules *
 		c.rel = rels[i];
 		c.cuda_major = (unsigned)strtoul(kb->rel[rels[i]].version, NULL, 10);
 		st = predict_units(&c, path, &u, &exts, &binds, err);
-		if (!st)
-			json_array_append_new(cells, json_pack("{s:s, s:s, s:o, s:b}", "distribution",
-							       kb->rel[rels[i]].dist, "version",
-							       kb->rel[rels[i]].version, "extensions", exts,
-							       "ok", binds));
+		if (st)
+			break;
+		json_array_append_new(cells, json_pack("{s:s, s:s, s:o, s:b}", "distribution", kb->rel[rels[i]].dist,
+						       "version", kb->rel[rels[i]].version, "extensions", exts, "ok",
+						       binds));
 		*ok = *ok && binds;
 	}
 	units_free(&u);
