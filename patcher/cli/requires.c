@@ -25,7 +25,8 @@ static const char usage[] =
 	"  -h, --help     show this help\n"
 	"\n"
 	"Exit status: 0 (also when the lines would change), 2 a wheel check cannot\n"
-	"predict or a line cypatch cannot rewrite, 3 bad rules, 64 usage error.\n";
+	"predict or a line cypatch cannot rewrite (the others are still told; the\n"
+	"first failure's status), 3 bad rules, 64 usage error.\n";
 
 /* The Requires-Dist lines on ours in a METADATA, as JSON strings. */
 static json_t *our_lines(const char *meta, size_t len)
@@ -135,19 +136,22 @@ int cmd_requires(int argc, char **argv)
 
 	if (!rc && (cli_load_rules(&rules, r.file, r.n, &err) || cli_load_releases(&kb, &err)))
 		rc = cli_error(&err);
-	for (i = optind; !rc && i < argc; i++) {
+	for (i = optind; rules && kb && i < argc; i++) { /* on after a failure; the first one's status */
 		json_t *doc = NULL;
 
 		if (rewrite_wheel(argv[i], rules, kb, &doc, &err)) {
-			rc = cli_error(&err);
-			break;
+			int st = cli_error(&err);
+
+			rc = rc ? rc : st;
+			continue;
 		}
 		if (!json)
 			print_text(doc);
 		json_array_append_new(all, doc);
 	}
-	if (!rc && json)
-		rc = cli_print_json(json_array_size(all) == 1 ? json_array_get(all, 0) : all);
+	if (json && rules && kb && json_array_size(all) && cli_print_json(json_array_size(all) == 1 && argc - optind == 1
+									  ? json_array_get(all, 0) : all))
+		rc = rc ? rc : CP_E_IO;
 	json_decref(all);
 	cp_rules_free(rules);
 	cp_releases_free(kb);

@@ -154,3 +154,14 @@ def test_requires_prints_the_lines_and_changes_nothing(tmp_path):
 def test_requires_usage_and_bad_input(args, rc):
     p = cypatch("requires", *args, check=rc)
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_requires_goes_on_after_a_wheel_it_cannot_predict():
+    """cuvs-cu12 26.10.0 references no mapped module (nothing to check):
+    one line for it, exit 2, and the next wheel is still told."""
+    import glob
+    cuvs = glob.glob(os.path.join(CORPUS, "wheels", "cuvs_cu12-26.10.0-*.whl"))
+    assert cuvs, "cuvs-cu12 26.10.0 is not in the corpus: rerun samples/build_corpus.py"
+    p = cypatch("requires", cuvs[0], real_wheel("rmm-cu12", "26.10.0"), check=2)
+    assert len(p.stderr.strip().splitlines()) == 1 and "nothing to check" in p.stderr, p.stderr
+    assert "+ cuda-python>=12.6.2.post1,<13" in p.stdout, p.stdout
