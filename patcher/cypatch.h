@@ -147,6 +147,16 @@ struct cp_patch_opts {
 	FILE *dry_run;        /* when set: print the plan there, write nothing */
 	unsigned walk_cores;  /* the code walk's threads at most (0: the cores
 			       * this process may run on; fewer for small code) */
+	const char *tolerate; /* --tolerate-missing: a release specifier whose
+			       * releases' missing cimported functions and
+			       * modules the stub stands in for (docs/tolerate.md) */
+	const struct cp_releases *releases; /* the knowledge base; with tolerate */
+	unsigned tolerate_major; /* with tolerate: only releases of this CUDA major
+			       * (a wheel's pkg/cu12/ tree), or 0 for all */
+	bool check_tolerance; /* with tolerate: the output must bind under every
+			       * release of the range (cp_tolerance_holds)
+			       * before it replaces anything; repair checks the
+			       * whole wheel instead */
 };
 
 enum cp_patch_outcome {
@@ -180,6 +190,7 @@ struct cp_patch_result {
 	unsigned long long new_bytes;
 	bool build_id;          /* the build-id was recomputed */
 	char layouts[2][32];    /* fallback: built against, accepted besides */
+	size_t standin_funcs, standin_modules; /* what the stub stands in for */
 	double seconds[CP_NSTAGES];
 };
 
@@ -198,6 +209,8 @@ struct cp_repair_opts {
 	bool no_fallback, keep_build_id;
 	bool no_fsync;          /* rename without waiting for the disk (util/write.h) */
 	bool full_check;        /* as struct cp_patch_opts's */
+	const char *tolerate;   /* --tolerate-missing (struct cp_patch_opts) */
+	const struct cp_releases *kb; /* the knowledge base, with tolerate */
 	const struct cp_releases *releases; /* the knowledge base METADATA's cuda-python /
 				 * cuda-bindings requirement is made true from;
 				 * NULL leaves it (--keep-requires) */
@@ -264,6 +277,12 @@ cp_status cp_predict_releases(const char *path, const char *as, const cp_rules *
 struct cp_release_verdict;
 cp_status cp_release_verdicts(const char *path, const char *as, const cp_rules *rules, const struct cp_releases *kb,
 			      struct cp_release_verdict **v, size_t *n, cp_error *err);
+
+/* --tolerate-missing SPEC: CP_OK when path (named `as`: a wheel's or an
+ * extension's file name) binds under every release SPEC names that ships
+ * for it; else the first failure, as check --release tells it. */
+cp_status cp_tolerance_holds(const char *path, const char *as, const cp_rules *rules, const struct cp_releases *kb,
+			     const char *spec, cp_error *err);
 
 /* ---- `cypatch verify`: proof by loading ---- */
 

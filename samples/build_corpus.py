@@ -343,25 +343,47 @@ CP314_ABIS = ("cp314", "cp314t")
 CP314_SITE = [("cuda-bindings", "13.0.3"), ("numpy", "2.3.5")]
 
 
+def download_for(wheels_dir, name, version, python, abi):
+    """The manylinux x86-64 wheel of name==version for CPython `python`
+    ("3.14") and abi ("cp314t"), downloaded into wheels_dir once."""
+    os.makedirs(wheels_dir, exist_ok=True)
+    platforms = [a for p in PROVIDER_PLATFORMS + ("manylinux_2_27_x86_64",) for a in ("--platform", p)]
+    tag = "%s-%s-cp%s-%s-" % (name.replace("-", "_"), version, python.replace(".", ""), abi)
+    found = [w for w in os.listdir(wheels_dir) if w.startswith(tag) and w.endswith(".whl")]
+    if not found:
+        log("downloading %s %s (%s manylinux x86_64) from PyPI" % (name, version, abi))
+        pip("download", "--no-deps", "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+            "--abi", abi, *platforms, "-d", wheels_dir, "%s==%s" % (name, version))
+        found = [w for w in os.listdir(wheels_dir) if w.startswith(tag) and w.endswith(".whl")]
+    if len(found) != 1:
+        raise SystemExit("corpus: expected one %s wheel of %s %s, found %r" % (abi, name, version, found))
+    return os.path.join(wheels_dir, found[0])
+
+
+# cuda-bindings releases for CPython 3.13 (tests/python/test_tolerate.py:
+# Cython 3.1+ builds for 3.13 look capsules up with PyDict_GetItemStringRef)
+CP313_RELEASES = [("cuda-bindings", "13.0.0"), ("cuda-bindings", "13.0.3")]
+
+
+def ensure_cp313_releases(cache):
+    """CP313_RELEASES' cp313 wheels, each unpacked into a site of its own
+    under cp313/site: {version: site}."""
+    out = {}
+    for name, version in CP313_RELEASES:
+        wheel = download_for(os.path.join(cache, "cp313", "wheels"), name, version, "3.13", "cp313")
+        out[version] = os.path.join(cache, "cp313", "site", "%s-%s" % (name.replace("-", "_"), version))
+        ensure_wheel(cache, name, version, tree=out[version], wheel=wheel)
+    return out
+
+
 def ensure_cp314(cache):
     """CP314_WHEELS for each of CP314_ABIS into cp314/wheels, downloaded
     once, and cp314/site: CP314_SITE's cp314 wheels and cuda-pathfinder."""
     top = os.path.join(cache, "cp314")
     wheels_dir = os.path.join(top, "wheels")
-    os.makedirs(wheels_dir, exist_ok=True)
-    platforms = [a for p in PROVIDER_PLATFORMS + ("manylinux_2_27_x86_64",) for a in ("--platform", p)]
 
     def get(name, version, abi):
-        tag = "%s-%s-cp314-%s-" % (name.replace("-", "_"), version, abi)
-        found = [w for w in os.listdir(wheels_dir) if w.startswith(tag) and w.endswith(".whl")]
-        if not found:
-            log("downloading %s %s (%s manylinux x86_64) from PyPI" % (name, version, abi))
-            pip("download", "--no-deps", "--only-binary=:all:", "--python-version", "3.14", "--implementation", "cp",
-                "--abi", abi, *platforms, "-d", wheels_dir, "%s==%s" % (name, version))
-            found = [w for w in os.listdir(wheels_dir) if w.startswith(tag) and w.endswith(".whl")]
-        if len(found) != 1:
-            raise SystemExit("corpus: expected one %s wheel of %s %s, found %r" % (abi, name, version, found))
-        return os.path.join(wheels_dir, found[0])
+        return download_for(wheels_dir, name, version, "3.14", abi)
 
     out = {"wheels": {name: {abi: get(name, version, abi) for abi in CP314_ABIS} for name, version in CP314_WHEELS},
            "site": os.path.join(top, "site")}
@@ -801,6 +823,7 @@ def main(argv):
         ensure_wheel(cache, name, version, tree=cuda129)
     foreign = ensure_foreign(cache)
     cp314 = ensure_cp314(cache)
+    cp313_releases = ensure_cp313_releases(cache)
     provider_releases = ensure_provider_releases(cache)
     real_wheels = {name: download_wheel(cache, name, version) for name, version in REAL_WHEELS}
     real_corpus = [{"name": name, "version": version, "built": built,
@@ -823,7 +846,7 @@ def main(argv):
                         for k, v in CUDA_PYTHON.items()},
         "cuda_bindings_13": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_13], "tree": cuda13},
         "cuda_bindings_129": {"requirements": ["%s==%s" % w for w in CUDA_BINDINGS_129], "tree": cuda129},
-        "real_wheels": real_wheels, "real_corpus": real_corpus, "read_only_wheels": read_only, "cp314": cp314, "newest_bindings": newest, "provider_releases": provider_releases, "foreign": foreign, "unmapped": unmapped, "entries": entries})
+        "real_wheels": real_wheels, "real_corpus": real_corpus, "read_only_wheels": read_only, "cp314": cp314, "cp313_releases": cp313_releases, "newest_bindings": newest, "provider_releases": provider_releases, "foreign": foreign, "unmapped": unmapped, "entries": entries})
 
 
 if __name__ == "__main__":

@@ -130,6 +130,11 @@ struct cp_arch {
 	bool (*thunk)(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_t entry,
 		      uint64_t *jump);
 
+	/* A stand-in of thunk_size bytes (out): a function that returns the
+	 * int value, whatever its arguments (--tolerate-missing); false when
+	 * value does not fit. */
+	bool (*standin)(uint8_t *out, long value);
+
 	/* The fallback stub (patcher/stub/) compiled for this machine. */
 	const struct cp_stub *stub;
 };
@@ -137,7 +142,7 @@ struct cp_arch {
 /* The fallback stub as a flat blob (patcher/stub/embed_stub.cmake writes
  * one per machine): where its entries are, per redirected function in the
  * order of stub/fallback_abi.h's enum cp_fb_api. */
-#define CP_STUB_NENTRIES 4
+#define CP_STUB_NENTRIES 6
 struct cp_stub {
 	const uint8_t *code;
 	size_t size;

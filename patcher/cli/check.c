@@ -81,6 +81,8 @@ static void print_text(const json_t *r)
 		}
 		json_array_foreach(json_object_get(e, "deferred"), j, f)
 			printf("  deferred: %s\n", json_string_value(f));
+		json_array_foreach(json_object_get(e, "stood_in"), j, f)
+			printf("  stood in for: %s\n", json_string_value(f));
 	}
 	printf("%s\n", json_is_true(json_object_get(r, "ok")) ? "binds" : "FAILS");
 }

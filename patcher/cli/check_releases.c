@@ -128,11 +128,12 @@ static void add_skipped(json_t *doc, const struct table *t)
 	json_object_set_new(doc, "not_shipped", sk);
 }
 
-/* A release's cell: "binds", or the first failure of each failing extension. */
+/* A release's cell: "binds", or the first failure of each failing
+ * extension; what the stub stands in for there. */
 static void print_cell(const json_t *c)
 {
-	json_t *e;
-	size_t i;
+	json_t *e, *s;
+	size_t i, j;
 
 	printf("  %-13s %-13s %s\n", json_string_value(json_object_get(c, "distribution")),
 	       json_string_value(json_object_get(c, "version")), json_is_true(json_object_get(c, "ok")) ? "binds" : "FAILS");
@@ -141,6 +142,9 @@ static void print_cell(const json_t *c)
 
 		if (f)
 			printf("      %s: %s\n", json_string_value(json_object_get(e, "file")), json_string_value(f));
+		json_array_foreach(json_object_get(e, "stood_in"), j, s)
+			printf("      %s: stood in for: %s\n", json_string_value(json_object_get(e, "file")),
+			       json_string_value(s));
 	}
 }
 

@@ -28,6 +28,8 @@ static const char usage[] =
 	"  -w, --wheel-dir DIR         where the repaired wheels go (created if missing)\n"
 	"  -t, --target-layout LAYOUT  legacy, bindings or fallback\n"
 	"      --keep-requires         leave METADATA's requirement as it is\n"
+	"      --tolerate-missing SPEC stand in for the cimported functions and modules\n"
+	"                              the releases SPEC names lack (docs/tolerate.md)\n"
 	"      --keep-sources          leave the import statements of the wheel's\n"
 	"                              Python sources as they are\n"
 	"      --no-fallback           refuse what strings alone cannot express\n"
@@ -80,24 +82,26 @@ static int make_dirs(const char *path)
 	return 0;
 }
 
+static const struct option longopts[] = {
+	{ "wheel-dir", required_argument, NULL, 'w' },
+	{ "target-layout", required_argument, NULL, 't' },
+	{ "keep-requires", no_argument, NULL, 'k' },
+	{ "relax-requires", no_argument, NULL, 'R' }, /* the default's old name */
+	{ "keep-sources", no_argument, NULL, 'S' },
+	{ "no-fallback", no_argument, NULL, 'F' },
+	{ "keep-build-id", no_argument, NULL, 'K' },
+	{ "no-fsync", no_argument, NULL, 'N' },
+	{ "full-check", no_argument, NULL, 'C' },
+	{ "drop-signature", no_argument, NULL, 'D' },
+	{ "tolerate-missing", required_argument, NULL, 'M' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "rules", required_argument, NULL, 'r' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
 static int parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option longopts[] = {
-		{ "wheel-dir", required_argument, NULL, 'w' },
-		{ "target-layout", required_argument, NULL, 't' },
-		{ "keep-requires", no_argument, NULL, 'k' },
-		{ "relax-requires", no_argument, NULL, 'R' }, /* the default's old name */
-		{ "keep-sources", no_argument, NULL, 'S' },
-		{ "no-fallback", no_argument, NULL, 'F' },
-		{ "keep-build-id", no_argument, NULL, 'K' },
-		{ "no-fsync", no_argument, NULL, 'N' },
-		{ "full-check", no_argument, NULL, 'C' },
-		{ "drop-signature", no_argument, NULL, 'D' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "rules", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct stat sb;
 	int c;
 
@@ -114,6 +118,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'N': o->r.no_fsync = true; break;
 		case 'C': o->r.full_check = true; break;
 		case 'D': o->r.drop_signature = true; break;
+		case 'M': o->r.tolerate = optarg; break;
 		case 'j': o->json = 1; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "repair", optarg))
@@ -222,6 +227,7 @@ int cmd_repair(int argc, char **argv)
 {
 	struct opts o;
 	cp_rules *rules = NULL;
+	cp_releases *kb = NULL;
 	cp_error err = { CP_OK, "" };
 	json_t *all;
 	int rc, first = 0, i, tty = isatty(STDERR_FILENO);
@@ -236,10 +242,12 @@ int cmd_repair(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err) ||
-	    (!o.keep_requires && cli_load_releases((cp_releases **)&o.r.releases, &err))) {
+	    ((!o.keep_requires || o.r.tolerate) && cli_load_releases(&kb, &err))) {
 		cp_rules_free(rules);
 		return cli_error(&err);
 	}
+	o.r.releases = o.keep_requires ? NULL : kb;
+	o.r.kb = kb;
 	all = json_array();
 	for (i = optind; i < argc; i++) {
 		struct cp_repair_result r;
@@ -267,6 +275,6 @@ int cmd_repair(int argc, char **argv)
 		first = first ? first : CP_E_IO;
 	json_decref(all);
 	cp_rules_free(rules);
-	cp_releases_free((cp_releases *)o.r.releases);
+	cp_releases_free(kb);
 	return first;
 }

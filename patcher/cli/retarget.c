@@ -1,6 +1,7 @@
 /* retarget.c - `cypatch --target-layout LAYOUT`: rewrite an extension so
  * that it binds to the other layout. */
 #include "common.h"
+#include "releases/releases.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -27,11 +28,19 @@ static const char usage[] =
 	"built against when it is installed, and to the other one otherwise\n"
 	"(docs/fallback.md).\n"
 	"\n"
+	"With --tolerate-missing SPEC, a cimported function (or whole module) that\n"
+	"a release SPEC names lacks is bound, where the installed release lacks it,\n"
+	"to a stand-in that returns its return type's error (CUDA_ERROR_NOT_SUPPORTED,\n"
+	"cudaErrorNotSupported, ...): the stub does it, for any LAYOUT\n"
+	"(docs/tolerate.md).\n"
+	"\n"
 	"  -t, --target-layout LAYOUT  the layout to bind to, or 'fallback' for both\n"
 	"  -o, --output OUT            write OUT and leave EXT.so as it is\n"
 	"      --in-place              replace EXT.so (the default)\n"
 	"  -n, --dry-run               print the plan (every edit) and write nothing\n"
 	"      --rules FILE            add a rules file to the built-in ones\n"
+	"      --tolerate-missing SPEC stand in for what the releases SPEC names lack\n"
+	"                              ('cuda-bindings>=13.0', 'all'; see cypatch releases)\n"
 	"      --no-fallback           refuse what strings alone cannot express instead\n"
 	"                              of injecting the fallback stub for it\n"
 	"      --keep-build-id         keep the GNU build-id (by default a new one is\n"
@@ -55,7 +64,7 @@ static const char usage[] =
 	"cannot be rewritten, 3 bad rules, 64 usage error; 2 also when the output cannot be written.\n";
 
 struct opts {
-	const char *layout, *output, *input;
+	const char *layout, *output, *input, *tolerate;
 	struct cli_rules rules;
 	int dry_run, in_place, no_fallback, keep_build_id, no_fsync, timings, full_check;
 };
@@ -73,6 +82,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "no-fsync", no_argument, NULL, 'N' },
 		{ "timings", no_argument, NULL, 'T' },
 		{ "full-check", no_argument, NULL, 'C' },
+		{ "tolerate-missing", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -95,6 +105,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'N': o->no_fsync = 1; break;
 		case 'T': o->timings = 1; break;
 		case 'C': o->full_check = 1; break;
+		case 'M': o->tolerate = optarg; break;
 		case 'r':
 			if (cli_add_rules(&o->rules, "--target-layout", optarg))
 				return CP_E_USAGE;
@@ -125,6 +136,13 @@ static void report(const struct opts *o, const struct cp_patch_result *r, const 
 		       r->layouts[0], r->layouts[1]);
 	else if (r->outcome == CP_ALREADY)
 		printf("%s: already binds to the %s layout; nothing to do\n", o->input, o->layout);
+	else if (r->outcome == CP_PATCHED && r->standin_funcs + r->standin_modules)
+		printf("%s: %zu import and capsule calls now go through the stub, which binds to %s and "
+		       "stands in for %zu cimported function%s and %zu module%s that releases of %s lack "
+		       "(%zu edits, %llu new bytes%s) -> %s\n", o->input, r->nchanged,
+		       strcmp(o->layout, "fallback") ? o->layout : "either layout", r->standin_funcs,
+		       r->standin_funcs == 1 ? "" : "s", r->standin_modules, r->standin_modules == 1 ? "" : "s",
+		       o->tolerate, r->nedits, r->new_bytes, r->build_id ? ", build-id recomputed" : "", dest);
 	else if (r->outcome == CP_PATCHED && r->fallback)
 		printf("%s: %zu import and capsule calls now go through the fallback stub, which accepts "
 		       "both layouts (%zu edits, %llu new bytes%s) -> %s\n", o->input, r->nchanged, r->nedits,
@@ -155,6 +173,7 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 	struct cp_patch_result r;
 	const char *dest = o->output ? o->output : o->input;
 	bool fallback = !strcmp(o->layout, "fallback");
+	struct cp_releases *kb = NULL;
 	cp_status st;
 
 	if (!fallback && cp_rules_layout_index(rules, o->layout) < 0)
@@ -165,6 +184,11 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 	po.keep_build_id = o->keep_build_id;
 	po.no_fsync = o->no_fsync;
 	po.full_check = o->full_check;
+	po.tolerate = o->tolerate;
+	po.check_tolerance = true;
+	if (o->tolerate && cli_load_releases(&kb, err))
+		return cli_error(err);
+	po.releases = kb;
 	if (o->dry_run) {
 		po.dry_run = stdout;
 		printf("%s: the plan for the %s layout:\n", o->input, o->layout);
@@ -173,6 +197,7 @@ static int run(const struct opts *o, cp_rules *rules, cp_error *err)
 		cp_cleanup_begin(dest); /* a signal now removes the temporary file and exits 2 */
 	st = cp_patch_file(o->input, dest, rules, &po, &r, err);
 	cp_cleanup_end();
+	cp_releases_free(kb);
 	if (!st && r.outcome == CP_NOT_EXTENSION)
 		st = err->code = CP_E_INPUT; /* the scan's message says why */
 	if (!st && r.outcome == CP_NOTHING_MAPPED)

@@ -16,10 +16,22 @@
 
 static const char *const api_names[CP_FB_NAPI] = {
 	"PyImport_ImportModule", "PyImport_ImportModuleLevelObject", "PyCapsule_IsValid",
-	"PyCapsule_GetPointer", "PyCapsule_GetName", "PyErr_Clear", "PyErr_ExceptionMatches",
-	"PyExc_ImportError", "PyImport_GetModuleDict", "PyObject_GetAttrString",
-	"PyUnicode_FromStringAndSize", "PyTuple_New", "PyDict_New", "PyDict_GetItemString",
+	"PyCapsule_GetPointer", "PyDict_GetItemString", "PyDict_GetItemStringRef", "PyCapsule_GetName",
+	"PyErr_Clear", "PyErr_ExceptionMatches", "PyExc_ImportError", "PyImport_GetModuleDict",
+	"PyObject_GetAttrString", "PyUnicode_FromStringAndSize", "PyTuple_New", "PyDict_New",
 	"PyDict_SetItem", "_Py_Dealloc",
+};
+
+/* The context version 1 wrote (cypatch before stand-ins): 16 API slots, 4
+ * thunks (the first four of api_names), no stand-ins. Read so that a file
+ * it patched is still known as patched. */
+struct cp_fb_ctx_v1 {
+	char magic[16];
+	uint32_t version, size;
+	int64_t api[16];
+	int64_t thunk[4];
+	uint32_t nmod, mod_off, nrel, rel_off, nmangle, mangle_off, src_off, src_len;
+	uint32_t built_off, other_off, ext_off, reserved;
 };
 
 const char *cp_fallback_api_name(int i)
@@ -41,14 +53,14 @@ static const char *ctx_string(const uint8_t *ctx, uint32_t size, uint32_t off)
 	return (const char *)ctx + off;
 }
 
-static cp_status add_thunks(cp_image *img, const struct cp_fb_ctx *h, cp_error *err)
+static cp_status add_thunks(cp_image *img, const int64_t *thunk, size_t n, cp_error *err)
 {
 	size_t i, cap = img->nplt;
 
-	for (i = 0; i < CP_FB_NTHUNKS; i++) {
-		uint64_t at = img->fallback.ctx_va + (uint64_t)h->thunk[i];
+	for (i = 0; i < n; i++) {
+		uint64_t at = img->fallback.ctx_va + (uint64_t)thunk[i];
 
-		if (!h->thunk[i] || !cp_image_section_at(img, at))
+		if (!thunk[i] || !cp_image_section_at(img, at))
 			continue;
 		if (CP_GROW(img->plt, cap, img->nplt + 1))
 			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
@@ -60,17 +72,51 @@ static cp_status add_thunks(cp_image *img, const struct cp_fb_ctx *h, cp_error *
 	return CP_OK;
 }
 
+/* The stand-in function and module names of a version 2 context
+ * (n of them, their offsets at off): into the image's list. */
+static cp_status read_names(cp_image *img, const uint8_t *ctx, uint32_t size, uint32_t n, uint32_t off,
+			    bool module, cp_error *err)
+{
+	uint32_t i, at;
+
+	if (off > size || n > (size - off) / 4)
+		return CP_OK;
+	for (i = 0; i < n; i++) {
+		const char *name;
+
+		memcpy(&at, ctx + off + 4 * i, 4);
+		if (!(name = ctx_string(ctx, size, at)))
+			continue;
+		if (CP_GROW(img->fallback.standin, img->fallback.capstandin, img->fallback.nstandin + 1))
+			return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+		img->fallback.standin[img->fallback.nstandin].name = name;
+		img->fallback.standin[img->fallback.nstandin++].module = module;
+	}
+	return CP_OK;
+}
+
 /* A context at p (avail bytes to the section's end), at address va. */
 static cp_status read_context(cp_image *img, const uint8_t *p, size_t avail, uint64_t va, cp_error *err)
 {
 	struct cp_fb_ctx h;
+	struct cp_fb_ctx_v1 h1;
 	const char *built, *other;
+	cp_status st;
 
-	if (avail < sizeof(h))
+	if (avail < sizeof(h1))
 		return CP_OK;
-	memcpy(&h, p, sizeof(h));
-	if (h.version != CP_FB_VERSION || h.size < sizeof(h) || h.size > avail)
+	memcpy(&h1, p, sizeof(h1));
+	if (h1.version == 1 && h1.size >= sizeof(h1) && h1.size <= avail) {
+		h.size = h1.size;
+		h.built_off = h1.built_off;
+		h.other_off = h1.other_off;
+	} else if (avail >= sizeof(h)) {
+		memcpy(&h, p, sizeof(h));
+		if (h.version != CP_FB_VERSION || h.size < sizeof(h) || h.size > avail)
+			return CP_OK;
+	} else {
 		return CP_OK;
+	}
 	built = ctx_string(p, h.size, h.built_off);
 	other = ctx_string(p, h.size, h.other_off);
 	if (!built || !other)
@@ -80,7 +126,12 @@ static cp_status read_context(cp_image *img, const uint8_t *p, size_t avail, uin
 	img->fallback.ctx_size = h.size;
 	snprintf(img->fallback.layout[0], sizeof(img->fallback.layout[0]), "%s", built);
 	snprintf(img->fallback.layout[1], sizeof(img->fallback.layout[1]), "%s", other);
-	return add_thunks(img, &h, err);
+	if (h1.version == 1)
+		return add_thunks(img, h1.thunk, 4, err);
+	st = read_names(img, p, h.size, h.nstand, h.stand_off, false, err);
+	if (!st)
+		st = read_names(img, p, h.size, h.nstmod, h.stmod_off, true, err);
+	return st ? st : add_thunks(img, h.thunk, CP_FB_NTHUNKS, err);
 }
 
 cp_status cp_fallback_read(cp_image *img, cp_error *err)

@@ -77,6 +77,11 @@ struct cp_fallback_view {
 	bool present;
 	uint64_t ctx_va, ctx_size;
 	char layout[2][32];  /* built against, accepted besides */
+	struct cp_standin_name {   /* what it may stand in for (strings in the image) */
+		const char *name;
+		bool module;       /* a whole cimported module, else a function */
+	} *standin;
+	size_t nstandin, capstandin;
 };
 
 struct cp_image {

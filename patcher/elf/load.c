@@ -96,6 +96,7 @@ void cp_image_close(cp_image *img)
 	free(img->rel);
 	free(img->got);
 	free(img->plt);
+	free(img->fallback.standin);
 	free(img->func);
 	free(img->dynnames);
 	free(img->path);

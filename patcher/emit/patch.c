@@ -8,6 +8,7 @@
 #include "emit/emit.h"
 #include "util/error.h"
 #include "plan/plan.h"
+#include "releases/releases.h"
 #include "rules/rules.h"
 #include "scan/scan.h"
 #include "util/write.h"
@@ -122,6 +123,8 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 		lap(res, CP_STAGE_WRITE, t0);
 		if (!st)
 			st = cp_rescan(img, scan, plan, w->tmp, &d, o->full_check, err);
+		if (!st && o->tolerate && o->check_tolerance)
+			st = cp_tolerance_holds(w->tmp, target, scan->rules, o->releases, o->tolerate, err);
 		lap(res, CP_STAGE_CHECK, t0);
 		/* the input read whole and unchanged up to here, or no output */
 		st = cp_image_settle(img, st, err);
@@ -137,21 +140,80 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 	return st;
 }
 
+/* Whether the stub already in img stands in for everything s lists. */
+static bool stands_in(const cp_image *img, const struct cp_standins *s)
+{
+	size_t i, k, found = 0;
+
+	for (i = 0; i < s->nfunc + s->nmodule; i++) {
+		const char *name = i < s->nfunc ? s->func[i] : s->module[i - s->nfunc];
+
+		for (k = 0; k < img->fallback.nstandin; k++)
+			if (!strcmp(img->fallback.standin[k].name, name) && img->fallback.standin[k].module == (i >= s->nfunc)) {
+				found++;
+				break;
+			}
+	}
+	return found == s->nfunc + s->nmodule;
+}
+
+/* --tolerate-missing: the stub, with the stand-ins the releases of the
+ * range need, serving `target` (-1: both layouts); *planned false when
+ * they need none (the plan is then made as without the option). */
+static cp_status plan_tolerant(const cp_image *img, const cp_scan *scan, const struct cp_patch_opts *o, int target,
+			       struct cp_plan *plan, struct cp_patch_result *res, bool *planned, cp_error *err)
+{
+	bool *pick = calloc(o->releases->nrel + 1, sizeof(*pick));
+	struct cp_standins s;
+	cp_status st;
+	size_t i;
+
+	*planned = false;
+	if (!pick)
+		return cp_fail(err, CP_E_INTERNAL, "out of memory");
+	if (!cp_releases_select(o->releases, o->tolerate, pick)) {
+		free(pick);
+		return cp_fail(err, CP_E_USAGE, "--tolerate-missing: '%s' is neither 'all' nor cuda-python or "
+			       "cuda-bindings with PEP 440 specifiers", o->tolerate);
+	}
+	for (i = 0; o->tolerate_major && i < o->releases->nrel; i++) /* a tree never imported under the others */
+		pick[i] = pick[i] && strtoul(o->releases->rel[i].version, NULL, 10) == o->tolerate_major;
+	st = cp_plan_standins(img, scan, o->releases, pick, &s, err);
+	free(pick);
+	if (st || (!s.nfunc && !s.nmodule))
+		return st;
+	*planned = true;
+	res->fallback = true;
+	res->standin_funcs = s.nfunc;
+	res->standin_modules = s.nmodule;
+	if (scan->fallback && !stands_in(img, &s))
+		st = cp_fail(err, CP_E_INPUT, "%s: already patched by cypatch's stub, without the stand-ins %s needs; "
+			     "patch the original instead", img->path, o->tolerate);
+	if (!st)
+		st = cp_plan_fallback(img, scan, target, &s, plan, err);
+	cp_standins_free(&s);
+	return st;
+}
+
 static cp_status plan_for(const cp_image *img, const cp_scan *scan, const struct cp_patch_opts *o,
 			  struct cp_plan *plan, struct cp_patch_result *res, cp_error *err)
 {
 	int target = res->fallback ? -1 : cp_rules_layout_index(scan->rules, o->layout);
+	bool planned = false;
 	cp_status st;
 
 	if (!res->fallback && target < 0)
 		return cp_fail(err, CP_E_USAGE, "no layout named '%s' in the rules", o->layout);
-	st = res->fallback ? cp_plan_fallback(img, scan, -1, plan, err) : cp_plan_make(img, scan, target, plan, err);
+	st = o->tolerate ? plan_tolerant(img, scan, o, target, plan, res, &planned, err) : CP_OK;
+	if (st || planned)
+		return st;
+	st = res->fallback ? cp_plan_fallback(img, scan, -1, NULL, plan, err) : cp_plan_make(img, scan, target, plan, err);
 	if (st && plan->inexpressible && !o->no_fallback) {
 		/* strings cannot say it; the stub binds to the target at import,
 		 * and owes nothing under the other layout */
 		snprintf(res->covered, sizeof(res->covered), "%s", err->msg);
 		res->fallback = true;
-		st = cp_plan_fallback(img, scan, target, plan, err);
+		st = cp_plan_fallback(img, scan, target, NULL, plan, err);
 	}
 	return st;
 }

@@ -101,14 +101,37 @@ cp_status cp_plan_make(const cp_image *img, const cp_scan *scan, int target,
 		       struct cp_plan *plan, cp_error *err);
 void cp_plan_free(struct cp_plan *plan);
 
+/* What the fallback stub stands in for (--tolerate-missing,
+ * docs/tolerate.md): cimported functions and modules some release of a
+ * range lacks, and the return types of those functions. The strings are
+ * the scan's and the rules'. */
+struct cp_error_value;
+struct cp_releases;
+struct cp_standins {
+	const char **func;
+	size_t nfunc;
+	const char **module;
+	size_t nmodule;
+	const struct cp_error_value **ret;
+	size_t nret;
+};
+
+/* The stand-ins img (scanned as s) needs under every release of the
+ * knowledge base kb that pick marks; fails naming the first function or
+ * module that cannot be stood in for. */
+cp_status cp_plan_standins(const cp_image *img, const cp_scan *s, const struct cp_releases *kb, const bool *pick,
+			   struct cp_standins *out, cp_error *err);
+void cp_standins_free(struct cp_standins *s);
+
 /* Plans fallback stubs for img (see docs/fallback.md): every import of a
  * mapped module and every capsule check goes through injected code that
  * accepts both layouts. `serve` is the layout the output must work under
  * (a retarget that strings cannot express), or -1 for both: a module only
- * one layout has is refused only where it must serve the other. A plan with
- * no edits means the file is already fallback-patched. */
-cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve, struct cp_plan *plan,
-			   cp_error *err);
+ * one layout has is refused only where it must serve the other. standins,
+ * when not NULL, are added to the stub. A plan with no edits means the file
+ * is already fallback-patched. */
+cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve,
+			   const struct cp_standins *standins, struct cp_plan *plan, cp_error *err);
 
 /* Writes the plan as text, one edit a line (--dry-run). */
 void cp_plan_print(const struct cp_plan *plan, const cp_image *img, FILE *out);

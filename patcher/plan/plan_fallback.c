@@ -17,6 +17,7 @@
 #include "rules/rules.h"
 #include "stub/fallback_abi.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@ static const struct redirect redirects[] = {
 	{ CP_FB_IMPORT_LEVEL, 5 },        /* (name, globals, locals, fromlist, level) */
 	{ CP_FB_CAPSULE_ISVALID, 2 },     /* (capsule, name) */
 	{ CP_FB_CAPSULE_GETPOINTER, 2 },  /* (capsule, name) */
+	{ CP_FB_DICT_GETITEMSTRING, 2 },  /* (dict, key): stand-ins only */
+	{ CP_FB_DICT_GETITEMSTRINGREF, 3 }, /* (dict, key, result): stand-ins only */
 };
 #define NREDIRECTS (sizeof(redirects) / sizeof(redirects[0]))
 _Static_assert(CP_FB_NTHUNKS == CP_STUB_NENTRIES, "one stub entry per redirected function");
@@ -50,6 +53,8 @@ struct site {
 
 struct fb {
 	struct planner *pl;
+	const struct cp_standins *standins; /* NULL: none */
+	size_t nthunks;             /* thunks written: the first redirects */
 	uint64_t slot[CP_FB_NAPI];  /* GOT slot per API, 0 when not imported */
 	struct site *sites;
 	size_t nsites, capsites;
@@ -63,6 +68,7 @@ struct fb {
 	/* the context under construction */
 	uint8_t *ctx;
 	size_t len, cap;
+	uint32_t ret_off;           /* its struct cp_fb_standin entries */
 };
 
 static bool in_plt(const cp_image *img, uint64_t addr)
@@ -85,12 +91,18 @@ static int redirect_of(const char *name)
 /* Whether the file needs calls to API function `api` redirected:
  * Python-level imports only with Python-level references; capsule checks
  * only when a cimported signature carries a mangled module path (the only
- * capsule names that differ between the layouts). */
-static bool needed(const cp_scan *s, enum cp_fb_api api)
+ * capsule names that differ between the layouts) or a function is stood
+ * in for, as are then the capsule lookups. */
+static bool needed(const cp_scan *s, const struct cp_standins *stand, enum cp_fb_api api)
 {
+	bool standing = stand && stand->nfunc;
 	size_t i;
 
 	if (api == CP_FB_IMPORT_MODULE)
+		return true;
+	if (api == CP_FB_DICT_GETITEMSTRING || api == CP_FB_DICT_GETITEMSTRINGREF)
+		return standing;
+	if ((api == CP_FB_CAPSULE_ISVALID || api == CP_FB_CAPSULE_GETPOINTER) && standing)
 		return true;
 	for (i = 0; i < s->nrefs; i++) {
 		enum cp_ref_kind k = s->refs[i].kind;
@@ -195,6 +207,16 @@ static cp_status need(struct fb *f, enum cp_fb_api api, const char *why)
 		       cp_fallback_api_name(api), why);
 }
 
+static bool called(const struct fb *f, enum cp_fb_api api)
+{
+	size_t i;
+
+	for (i = 0; i < f->nsites; i++)
+		if (redirects[f->sites[i].redirect].api == api)
+			return true;
+	return false;
+}
+
 static cp_status check_needs(struct fb *f)
 {
 	static const enum cp_fb_api always[] = {
@@ -212,6 +234,10 @@ static cp_status check_needs(struct fb *f)
 		    redirects[f->sites[i].redirect].api == CP_FB_CAPSULE_GETPOINTER)
 			st = need(f, CP_FB_CAPSULE_GETNAME, "its capsule check") ||
 			     need(f, CP_FB_CAPSULE_ISVALID, "its capsule check");
+	if (!st && f->standins && f->standins->nfunc && !called(f, CP_FB_DICT_GETITEMSTRING) &&
+	    !called(f, CP_FB_DICT_GETITEMSTRINGREF))
+		st = cp_fail(f->pl->err, CP_E_INPUT, "%s: no call of PyDict_GetItemString(Ref) to stand in for "
+			     "missing functions through", f->pl->img->path);
 	if (!st && f->bad_ref)
 		st = cp_fail(f->pl->err, CP_E_INPUT, "%s: the instruction at %#llx reads the GOT slot of a "
 			     "function the fallback stub replaces; only calls and jumps can be redirected",
@@ -336,6 +362,37 @@ static size_t count_related(const cp_rules *r, char (*names)[128], size_t max)
 	return n;
 }
 
+/* The stand-ins' names, and their return types (the code is placed later:
+ * finish). */
+static void put_standins(struct fb *f, struct cp_fb_ctx *h)
+{
+	const struct cp_standins *st = f->standins;
+	struct cp_fb_standin e;
+	uint32_t names, mods;
+	size_t i;
+
+	if (!st)
+		return;
+	h->nstand = (uint32_t)st->nfunc;
+	h->stand_off = names = put_words(f, st->nfunc);
+	h->nstmod = (uint32_t)st->nmodule;
+	h->stmod_off = mods = put_words(f, st->nmodule);
+	while (f->len % 8)
+		put(f, "", 1);
+	h->nret = (uint32_t)st->nret;
+	h->ret_off = f->ret_off = (uint32_t)f->len;
+	memset(&e, 0, sizeof(e));
+	for (i = 0; i < st->nret; i++)
+		put(f, &e, sizeof(e));
+	for (i = 0; i < st->nfunc; i++)
+		set_word(f, names + (uint32_t)(4 * i), put_str(f, st->func[i]));
+	for (i = 0; i < st->nmodule; i++)
+		set_word(f, mods + (uint32_t)(4 * i), put_str(f, st->module[i]));
+	for (i = 0; i < st->nret; i++)
+		set_word(f, f->ret_off + (uint32_t)(sizeof(e) * i + offsetof(struct cp_fb_standin, type_off)),
+			 put_str(f, st->ret[i]->type));
+}
+
 static cp_status build_context(struct fb *f)
 {
 	const cp_rules *r = f->pl->rules;
@@ -384,6 +441,7 @@ static cp_status build_context(struct fb *f)
 	h.built_off = put_str(f, built >= 0 ? r->layout[built] : "");
 	h.other_off = put_str(f, built >= 0 ? r->layout[!built] : "");
 	h.ext_off = put_str(f, f->pl->scan->modname);
+	put_standins(f, &h);
 	h.size = (uint32_t)f->len;
 	free(src);
 	free(rel);
@@ -424,25 +482,28 @@ static cp_status redirect_site(struct fb *f, const struct site *s, uint64_t to, 
 	return CP_OK;
 }
 
-/* The stub, then room for one thunk per redirected function (written
- * once placed: finish); the call sites point at the thunks. */
+/* The stub, then room for one thunk per redirected function and one
+ * stand-in per return type (written once placed: finish); the call sites
+ * point at the thunks. */
 static cp_status plan_code(struct fb *f, uint64_t *code, uint64_t thunk[NREDIRECTS])
 {
 	const struct cp_arch *arch = f->pl->img->arch;
 	size_t n = (arch->stub->size + 15) & ~(size_t)15, i, k;
-	uint8_t *buf = calloc(1, n + NREDIRECTS * arch->thunk_size);
+	size_t nret = f->standins ? f->standins->nret : 0;
+	size_t len = n + (f->nthunks + nret) * arch->thunk_size;
+	uint8_t *buf = calloc(1, len);
 	cp_status st = CP_OK;
 
 	if (!buf)
 		return cp_plan_oom(f->pl);
 	memcpy(buf, arch->stub->code, arch->stub->size);
-	*code = cp_plan_append_code(f->pl, buf, n + NREDIRECTS * arch->thunk_size, 16,
-				    "fallback stub (patcher/stub/fallback_stub.c) and its thunks");
+	*code = cp_plan_append_code(f->pl, buf, len, 16, nret ? "fallback stub (patcher/stub/fallback_stub.c), its "
+				    "thunks and stand-ins" : "fallback stub (patcher/stub/fallback_stub.c) and its thunks");
 	free(buf);
 	if (!*code)
 		return cp_plan_oom(f->pl);
 	for (i = 0; i < NREDIRECTS; i++)
-		thunk[i] = *code + n + i * arch->thunk_size;
+		thunk[i] = i < f->nthunks ? *code + n + i * arch->thunk_size : 0;
 	for (k = 0; !st && k < f->nsites; k++) {
 		char what[200];
 
@@ -451,6 +512,27 @@ static cp_status plan_code(struct fb *f, uint64_t *code, uint64_t thunk[NREDIREC
 		st = redirect_site(f, &f->sites[k], thunk[f->sites[k].redirect], what);
 	}
 	return st;
+}
+
+/* Once placed: each stand-in's code, after the thunks, and its offset
+ * from the context. */
+static cp_status finish_standins(struct fb *f, struct cp_chunk *dc, struct cp_chunk *cc, uint64_t ctx, uint64_t code)
+{
+	const struct cp_arch *arch = f->pl->img->arch;
+	size_t n = (arch->stub->size + 15) & ~(size_t)15, i;
+
+	for (i = 0; f->standins && i < f->standins->nret; i++) {
+		size_t at = n + (f->nthunks + i) * arch->thunk_size;
+		int64_t rel = (int64_t)(code + at - ctx);
+
+		assert(at + arch->thunk_size <= cc->len);
+		if (!arch->standin(cc->bytes + at, f->standins->ret[i]->value))
+			return cp_fail(f->pl->err, CP_E_RULES, "the error value %ld of %s does not fit a stand-in",
+				       f->standins->ret[i]->value, f->standins->ret[i]->type);
+		memcpy(dc->bytes + f->ret_off + sizeof(struct cp_fb_standin) * i + offsetof(struct cp_fb_standin, code),
+		       &rel, 8);
+	}
+	return CP_OK;
 }
 
 /* Once placed: the context's GOT and thunk offsets, the thunks, and what
@@ -469,7 +551,7 @@ static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uin
 
 		memcpy(dc->bytes + offsetof(struct cp_fb_ctx, api) + 8 * i, &rel, 8);
 	}
-	for (i = 0; i < NREDIRECTS; i++) {
+	for (i = 0; i < f->nthunks; i++) {
 		uint64_t t = cp_plan_real_address(p, thunk_p[i]), entry = code + arch->stub->entry[redirects[i].api];
 		int64_t rel = (int64_t)(t - ctx);
 
@@ -482,13 +564,19 @@ static cp_status finish(struct fb *f, uint64_t ctx_p, uint64_t code_p, const uin
 		if (cp_plan_expect(f->pl, t, ctx) || cp_plan_expect(f->pl, jump, entry))
 			return f->pl->err->code;
 	}
-	return CP_OK;
+	return finish_standins(f, dc, cc, ctx, code);
 }
 
 /* What refuses a fallback before any code is read. */
-static cp_status check_scan(const cp_image *img, const cp_scan *scan, cp_error *err)
+static cp_status check_scan(const cp_image *img, const cp_scan *scan, const struct cp_standins *standins,
+			    cp_error *err)
 {
 	size_t k;
+
+	if (standins && (standins->nfunc || standins->nmodule) && scan->shared_import[0])
+		return cp_fail(err, CP_E_INPUT, "%s: the cimports are made by %s (Cython's shared utility module), "
+			       "where the stub cannot stand in for what a release lacks", img->path,
+			       scan->shared_import);
 
 	if (scan->rules->nlayout != 2)
 		return cp_fail(err, CP_E_RULES, "%s: fallback needs rules with exactly two layouts, not %zu",
@@ -546,8 +634,8 @@ static cp_status plan_stubs(struct fb *f)
 	return st;
 }
 
-cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve, struct cp_plan *plan,
-			   cp_error *err)
+cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve,
+			   const struct cp_standins *standins, struct cp_plan *plan, cp_error *err)
 {
 	struct planner pl;
 	struct fb f;
@@ -557,14 +645,16 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve, 
 	cp_plan_start(&pl, img, scan, plan, -1, err);
 	memset(&f, 0, sizeof(f));
 	f.pl = &pl;
-	st = check_scan(img, scan, err);
+	f.standins = standins;
+	f.nthunks = standins && standins->nfunc ? NREDIRECTS : CP_FB_NTHUNKS - 2;
+	st = check_scan(img, scan, standins, err);
 	if (st || scan->fallback)
 		return st; /* already patched: an empty plan */
 	st = cp_plan_refuse_unmapped(img, scan, serve, err);
 	if (st)
 		return st;
 	for (k = 0; k < NREDIRECTS; k++)
-		f.need[k] = needed(scan, redirects[k].api);
+		f.need[k] = needed(scan, standins, redirects[k].api);
 	st = cp_dis_open(&pl.dis, img, err);
 	if (st)
 		return st;

@@ -40,6 +40,7 @@ struct ctx {
 	unsigned cuda_major;  /* of the site's cuda-bindings (or cuda-python), or 0 */
 	json_t *failures;
 	json_t *deferred;     /* imports that do not run at import time */
+	json_t *stood_in;     /* what the stub stands in for under this site */
 	cp_error *err;
 	struct cp_chain *chain; /* a wheel's modules, for what runs before an extension */
 	struct read_exports *read; /* each provider file's exports, read once */
@@ -285,12 +286,53 @@ static const char *bind_module(struct ctx *c, const cp_scan *s, const char *modu
 		return module;
 	if (other && resolve(c, other, file, n, missing2, sizeof(missing2)))
 		return other;
+	if (cp_scan_stands_in(s, module, true)) {
+		json_array_append_new(c->stood_in, json_string(module));
+		file[0] = '\0';
+		return module; /* the stub's empty module: every function stood in for */
+	}
 	if (other)
 		fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s", s->modname, module,
 		     other, "");
 	else
 		fail(c, "ModuleNotFoundError: No module named '%s'%s%s%s", missing, "", "", "");
 	return NULL;
+}
+
+/* Whether refs[i] is the first of a module the extension cimports: a
+ * mapped one, or one of a layout's package that the rules do not map
+ * (cuda.bindings.cynvvm) from which it takes functions or variables. */
+static bool cimport_ref(const cp_scan *s, size_t i)
+{
+	const struct cp_ref *m = &s->refs[i];
+	size_t k;
+	bool takes = m->kind == CP_K_CIMPORT;
+
+	if (!cp_ref_is_live(m) || (m->kind != CP_K_CIMPORT && (m->kind != CP_K_UNMAPPED || !cp_ref_may_import(m))))
+		return false;
+	for (k = 0; k < s->nrefs && !takes; k++)
+		takes = (s->refs[k].kind == CP_K_FUNCTION || s->refs[k].kind == CP_K_VARIABLE) && s->refs[k].module &&
+			!strcmp(s->refs[k].module, m->value);
+	for (k = 0; k < i && takes && m->kind == CP_K_UNMAPPED; k++) /* its name may be met twice */
+		if (s->refs[k].kind == CP_K_UNMAPPED && cp_ref_is_live(&s->refs[k]) && !strcmp(s->refs[k].value, m->value))
+			return false;
+	return takes;
+}
+
+/* The module cimport ref m binds to (its file in file, "" for none), or
+ * NULL. An unmapped module's import is judged by check_pyimports: here
+ * only its functions, where it imports. */
+static const char *cimported_as(struct ctx *c, const cp_scan *s, const struct cp_ref *m, char *file, size_t n)
+{
+	char missing[4096];
+
+	if (m->kind != CP_K_UNMAPPED)
+		return bind_module(c, s, m->value, file, n);
+	if (cp_scan_stands_in(s, m->value, true)) {
+		file[0] = '\0';
+		return m->value;
+	}
+	return resolve(c, m->value, file, n, missing, sizeof(missing)) ? m->value : NULL;
 }
 
 static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
@@ -305,12 +347,10 @@ static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
 		char file[4096];
 		const char *as;
 
-		if (m->kind != CP_K_CIMPORT || !cp_ref_is_live(m))
+		if (!cimport_ref(s, i) || !(as = cimported_as(c, s, m, file, sizeof(file))))
 			continue;
-		as = bind_module(c, s, m->value, file, sizeof(file));
-		if (!as)
-			continue;
-		json_object_set_new(bound, m->value, json_string(as));
+		if (m->kind == CP_K_CIMPORT)
+			json_object_set_new(bound, m->value, json_string(as));
 		if (file[0])
 			st = provider_exports(c, as, file, &ex);
 		for (j = 0; !st && j < s->nrefs; j++) {
@@ -326,7 +366,13 @@ static cp_status check_cimports(struct ctx *c, const cp_scan *s, json_t *bound)
 			for (k = 0; !e && f->kind == CP_K_VARIABLE && k < ex->n; k++) /* keys unknown: by signature */
 				if (!ex->v[k].name && same_signature(c->rules, f->signature, ex->v[k].sig, s->fallback))
 					e = &ex->v[k];
-			if (!e) {
+			if (!e && f->kind == CP_K_FUNCTION && cp_scan_stands_in(s, f->name, false) &&
+			    cp_rules_error_type(c->rules, f->signature)) {
+				char full[1024];
+
+				snprintf(full, sizeof(full), "%s.%s", f->module, f->name);
+				json_array_append_new(c->stood_in, json_string(full));
+			} else if (!e) {
 				char fmt[200];
 
 				snprintf(fmt, sizeof(fmt), "ImportError: %%s does not export expected C %s %%s%%s%%s", what);
@@ -423,7 +469,9 @@ static cp_status check_pyimports(struct ctx *c, const cp_scan *s, const enum cp_
 			if (resolve(c, r->value, file, sizeof(file), missing, sizeof(missing)) ||
 			    (other && resolve(c, other, file, sizeof(file), full, sizeof(full))))
 				continue;
-			if (other)
+			if (r->kind == CP_K_UNMAPPED && cp_scan_stands_in(s, r->value, true))
+				json_array_append_new(c->stood_in, json_string(r->value));
+			else if (other)
 				fail(c, "ImportError: %s: neither %s nor %s can be imported (cypatch fallback)%s",
 				     s->modname, r->value, other, "");
 			else
@@ -632,6 +680,7 @@ static cp_status predict_unit(struct ctx *c, const struct unit *x, json_t *exts)
 
 	c->failures = json_array();
 	c->deferred = json_array();
+	c->stood_in = json_array();
 	c->suffix = strchr(base ? base + 1 : x->label, '.');
 	if (!c->suffix)
 		c->suffix = ".so";
@@ -641,14 +690,16 @@ static cp_status predict_unit(struct ctx *c, const struct unit *x, json_t *exts)
 		if (!st)
 			st = check_pyimports(c, x->scan, x->when);
 		if (!st)
-			json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O, s:O}", "file", x->label,
+			json_array_append_new(exts, json_pack("{s:s, s:s, s:b, s:O, s:O, s:O, s:O}", "file", x->label,
 							      "module", x->scan->modname, "fallback",
 							      x->scan->fallback, "binds", bound, "failures",
-							      c->failures, "deferred", c->deferred));
+							      c->failures, "deferred", c->deferred, "stood_in",
+							      c->stood_in));
 	}
 	json_decref(bound);
 	json_decref(c->failures);
 	json_decref(c->deferred);
+	json_decref(c->stood_in);
 	return st;
 }
 
@@ -952,7 +1003,7 @@ static cp_status predict_units(struct ctx *c, const char *path, struct units *u,
 cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, json_t **result, bool *ok,
 		     cp_error *err)
 {
-	struct ctx c = { rules, site, NULL, 0, NULL, "", site_cuda_major(site), NULL, NULL, err, NULL, NULL, 0 };
+	struct ctx c = { rules, site, NULL, 0, NULL, "", site_cuda_major(site), NULL, NULL, NULL, err, NULL, NULL, 0 };
 	struct units u;
 	json_t *exts = NULL;
 	cp_status st;
@@ -973,7 +1024,7 @@ cp_status cp_predict(const char *path, const cp_rules *rules, const char *site, 
 cp_status cp_predict_releases(const char *path, const char *as, const cp_rules *rules, const cp_releases *kb,
 			      const size_t *rels, size_t nrels, json_t **result, bool *ok, cp_error *err)
 {
-	struct ctx c = { rules, NULL, kb, 0, NULL, "", 0, NULL, NULL, err, NULL, NULL, 0 };
+	struct ctx c = { rules, NULL, kb, 0, NULL, "", 0, NULL, NULL, NULL, err, NULL, NULL, 0 };
 	json_t *cells = json_array(), *exts = NULL;
 	struct units u;
 	cp_status st = read_units(&c, path, as, &u, err);

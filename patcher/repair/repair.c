@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "repair/pysource.h"
 #include "rules/rules.h"
+#include "predict/import_chain.h"
 #include "predict/requirement.h"
 #include "repair/requires.h"
 #include "wheel/wheel.h"
@@ -148,6 +149,9 @@ static cp_status patch_member(struct job *j, zip_t *z, size_t k, size_t i, struc
 	po.no_fsync = true; /* a scratch file, read back and removed */
 	po.full_check = j->o->full_check;
 	po.walk_cores = j->walk_cores;
+	po.tolerate = j->o->tolerate;
+	po.tolerate_major = cp_chain_tree_major(j->w, j->w->m[i].name, NULL);
+	po.releases = j->o->kb;
 	st = cp_patch_file(in, out, j->rules, &po, &x->r, err);
 	if (!st && x->r.outcome == CP_PATCHED)
 		st = slurp(out, &j->data[i], &j->len[i], err);
@@ -485,6 +489,11 @@ cp_status cp_repair_requires(struct job *j, const char *path, bool *again)
 	return CP_OK;
 }
 
+cp_status cp_repair_tolerance_holds(struct job *j, const char *path)
+{
+	return cp_tolerance_holds(path, j->res->out, j->rules, j->o->kb, j->o->tolerate, j->err);
+}
+
 static const char *outcome_name(enum cp_patch_outcome o)
 {
 	static const char *const names[] = { "patched", "planned", "already", "no-mapped-reference",
@@ -505,6 +514,8 @@ cp_status cp_repair_note(struct job *j)
 	json_object_set_new(doc, "cypatch", json_string(CYPATCH_VERSION));
 	json_object_set_new(doc, "target_layout", json_string(j->o->layout));
 	json_object_set_new(doc, "requires_rewritten", json_boolean(j->res->metadata_changed));
+	if (j->o->tolerate) /* only then: notes of repairs without it stay as they were */
+		json_object_set_new(doc, "tolerate_missing", json_string(j->o->tolerate));
 	for (i = 0; i < j->res->next; i++) {
 		const struct cp_repair_member *x = &j->res->ext[i];
 
@@ -512,6 +523,10 @@ cp_status cp_repair_note(struct job *j)
 						       outcome_name(x->r.outcome), "fallback_stub", x->r.fallback,
 						       "references", (json_int_t)x->r.nchanged, "build_id_recomputed",
 						       x->r.build_id));
+		if (x->r.standin_funcs + x->r.standin_modules)
+			json_object_set_new(json_array_get(files, json_array_size(files) - 1), "stand_ins",
+					    json_pack("{s:I, s:I}", "functions", (json_int_t)x->r.standin_funcs, "modules",
+						      (json_int_t)x->r.standin_modules));
 	}
 	json_object_set_new(doc, "extensions", files);
 	files = json_array();

@@ -403,6 +403,8 @@ cp_status cp_repair_write(struct job *j, const char *wheel)
 	}
 	if (!st && j->o->releases)
 		st = requires_again(j, wheel);
+	if (!st && j->o->tolerate)
+		st = cp_repair_tolerance_holds(j, j->out.z ? j->out.tmp : wheel);
 	if (st) {
 		cp_repair_drop_output(j);
 		return st;

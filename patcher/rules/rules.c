@@ -9,6 +9,7 @@
 #include "util/error.h"
 #include "util/names.h"
 
+#include <errno.h>
 #include <ini.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +50,9 @@ void cp_rules_free(cp_rules *r)
 		free(r->mangle[i].prefix[0]);
 		free(r->mangle[i].prefix[1]);
 	}
+	for (i = 0; i < r->nerrval; i++)
+		free(r->errval[i].type);
+	free(r->errval);
 	for (i = 0; i < r->nfiles; i++)
 		free(r->files[i]);
 	for (i = 0; i < r->npkg; i++)
@@ -448,6 +452,41 @@ static int add_mangle(struct load_ctx *c, const int lay[2], const char *a, const
 	return 1;
 }
 
+/* [errors]: TYPE = VALUE, a C type name and a decimal integer. */
+static int add_error_value(struct load_ctx *c, const char *type, const char *value)
+{
+	cp_rules *r = c->rules;
+	char *end;
+	long v;
+	size_t i;
+
+	if (!is_identifier(type))
+		return fail_at(c, "error type '%s' is not an identifier", type);
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (!*value || *end || errno || v < INT32_MIN || v > INT32_MAX)
+		return fail_at(c, "error value '%s' is not a 32-bit decimal integer", value);
+	for (i = 0; i < r->nerrval; i++)
+		if (!strcmp(r->errval[i].type, type))
+			return fail_at(c, "error type '%s' is listed twice", type);
+	if (CP_GROW(r->errval, r->caperrval, r->nerrval + 1) || !(r->errval[r->nerrval].type = strdup(type)))
+		return fail_at(c, "%s", "out of memory");
+	r->errval[r->nerrval++].value = v;
+	return 1;
+}
+
+const struct cp_error_value *cp_rules_error_type(const cp_rules *r, const char *sig)
+{
+	size_t i, n;
+
+	for (i = 0; sig && i < r->nerrval; i++) {
+		n = strlen(r->errval[i].type);
+		if (!strncmp(sig, r->errval[i].type, n) && !strncmp(sig + n, " (", 2))
+			return &r->errval[i];
+	}
+	return NULL;
+}
+
 static int on_entry(void *user, const char *section, const char *name, const char *value)
 {
 	struct load_ctx *c = user;
@@ -463,6 +502,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	if (strncmp(section, "mangled ", 8) == 0)
 		return section_layouts(c, section, "mangled", lay) &&
 		       add_mangle(c, lay, name, value);
+	if (strcmp(section, "errors") == 0)
+		return add_error_value(c, name, value);
 	if (!*section)
 		return fail_at(c, "entry '%s' stands outside any section", name);
 	return fail_at(c, "unknown section [%s]", section);

@@ -24,6 +24,13 @@ struct cp_mangle_pair {
 	int line;
 };
 
+/* A C return type and the error value a stand-in for a function of that
+ * type returns ([errors]: --tolerate-missing). */
+struct cp_error_value {
+	char *type;      /* as capsule signatures spell it: "CUresult" */
+	long value;
+};
+
 struct cp_rules {
 	char *layout[CP_MAX_LAYOUTS];
 	size_t nlayout;
@@ -31,6 +38,8 @@ struct cp_rules {
 	size_t nmod, capmod;
 	struct cp_mangle_pair *mangle;
 	size_t nmangle, capmangle;
+	struct cp_error_value *errval;
+	size_t nerrval, caperrval;
 	char **files; /* names of loaded files, owned, for messages */
 	size_t nfiles, capfiles;
 	/* Indexes kept by the loader, so that a lookup does not read every
@@ -50,6 +59,10 @@ struct cp_package {
 };
 
 /* cp_rules_layout_index, with loading and freeing: public (cypatch.h). */
+
+/* The [errors] entry of the return type of a function whose capsule
+ * signature is sig ("CUresult (int *)"), or NULL when it names none. */
+const struct cp_error_value *cp_rules_error_type(const cp_rules *r, const char *sig);
 
 /* Layout index of a module name (exact match), or -1 when unmapped. */
 int cp_rules_module_layout(const cp_rules *r, const char *module);

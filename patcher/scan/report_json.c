@@ -82,7 +82,7 @@ static json_t *blob(const struct cp_blob *b, size_t i)
 static json_t *document(const cp_scan *s)
 {
 	json_t *doc, *layouts = json_array(), *refs = json_array(), *blobs = json_array(),
-	       *notes = json_array();
+	       *notes = json_array(), *standins = json_array();
 	size_t i;
 
 	for (i = 0; i < s->rules->nlayout; i++)
@@ -94,11 +94,14 @@ static json_t *document(const cp_scan *s)
 		json_array_append_new(blobs, blob(&s->blobs[i], i));
 	for (i = 0; i < s->nnotes; i++)
 		json_array_append_new(notes, json_string(s->notes[i]));
-	doc = json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o, s:o, s:o, s:o, s:o}", "cypatch",
+	for (i = 0; i < s->nstandin; i++)
+		json_array_append_new(standins, json_pack("{s:s, s:s}", "kind", s->standin[i].module ? "module" : "function",
+							   "name", s->standin[i].name));
+	doc = json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o, s:o, s:o, s:o, s:o, s:o}", "cypatch",
 			CYPATCH_VERSION, "schema", 1, "file", s->path, "arch", s->arch, "cython",
 			s->cython[0] ? s->cython : NULL, "layouts", layouts, "fallback",
 			s->fallback ? json_pack("[s, s]", s->fallback_layout[0], s->fallback_layout[1]) : json_null(),
-			"blobs", blobs, "references", refs, "notes", notes);
+			"standins", standins, "blobs", blobs, "references", refs, "notes", notes);
 	return doc;
 }
 

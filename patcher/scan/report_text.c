@@ -63,6 +63,9 @@ cp_status cp_scan_write_text(const cp_scan *s, FILE *out, int all, cp_error *err
 	if (s->fallback)
 		fprintf(out, "  fallback stubs: binds to %s when it is installed, else to %s\n",
 			s->fallback_layout[0], s->fallback_layout[1]);
+	for (i = 0; i < s->nstandin; i++)
+		fprintf(out, "  stands in for the %s %s where the installed release lacks it\n",
+			s->standin[i].module ? "module" : "function", s->standin[i].name);
 	for (i = 0; i < s->nblobs; i++) {
 		const struct cp_blob *b = &s->blobs[i];
 

@@ -341,6 +341,15 @@ static cp_status run(const cp_image *img, const cp_rules *rules, const struct cp
 			s->layouts_seen |= 1u << s->refs[i].layout;
 	s->fallback = img->fallback.present;
 	memcpy(s->fallback_layout, img->fallback.layout, sizeof(s->fallback_layout));
+	if (img->fallback.nstandin && !(s->standin = calloc(img->fallback.nstandin, sizeof(*s->standin)))) {
+		cp_scan_free(s);
+		return cp_fail(err, CP_E_INTERNAL, "%s: out of memory", img->path);
+	}
+	for (i = 0; i < img->fallback.nstandin; i++) {
+		snprintf(s->standin[i].name, sizeof(s->standin[i].name), "%s", img->fallback.standin[i].name);
+		s->standin[i].module = img->fallback.standin[i].module;
+	}
+	s->nstandin = img->fallback.nstandin;
 	s->img = NULL;
 	*out = s;
 	return CP_OK;
@@ -377,6 +386,7 @@ void cp_scan_free(cp_scan *s)
 		return;
 	free(s->window_hit);
 	free(s->window_at);
+	free(s->standin);
 	for (i = 0; i < s->nrefs; i++) {
 		struct cp_ref *r = &s->refs[i];
 

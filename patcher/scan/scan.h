@@ -296,6 +296,11 @@ struct cp_scan {
 	unsigned layouts_seen;   /* bit per layout */
 	bool fallback;           /* fallback stubs injected by cypatch */
 	char fallback_layout[2][32]; /* built against, accepted besides */
+	struct cp_scan_standin {     /* what the stub stands in for (docs/tolerate.md) */
+		char name[128];
+		bool module;         /* a cimported module, else a function */
+	} *standin;
+	size_t nstandin;
 	/* per section, per CP_SEARCH_WINDOW of it: whether a needle begins
 	 * there (before any filter); section i's first at window_at[i] */
 	bool *window_hit;
@@ -489,6 +494,9 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 /* scan_result.c: whether something points at the reference (a moved name leaves
  * its old literal behind, with no site: dead bytes, not a reference). */
 bool cp_ref_is_live(const struct cp_ref *r);
+/* Whether the fallback stub in the file stands in for the cimported
+ * function (or, with module, the cimported module) `name`. */
+bool cp_scan_stands_in(const cp_scan *s, const char *name, bool module);
 /* Whether a Python-level name may be what an import imports: false only
  * when the slots imports load names from are known and none is its. */
 bool cp_ref_may_import(const struct cp_ref *r);

@@ -109,6 +109,10 @@ cp_status cp_scan_add_import(cp_scan *s, const char *module, const char *name,
 	uint64_t h = cimport_hash(kind, module, name, sig);
 	int lay = module ? cp_rules_name_layout(s->rules, module, &mm) : -1;
 
+	/* a module of one layout's package that the rules do not map
+	 * (cuda.bindings.cynvvm): check judges its functions too */
+	if (lay < 0 && module)
+		lay = cp_rules_unmapped_layout(s->rules, module, strlen(module), &mm);
 	if (lay < 0 && (lay = cp_rules_signature_layout(s->rules, sig, &mm)) < 0)
 		return CP_OK; /* not from a mapped module */
 	if (cp_key_index_lookup(&s->cimports, h, is_cimport, &c))

@@ -187,3 +187,13 @@ bool cp_in_blob(const cp_scan *s, uint64_t va, uint64_t len)
 	return false;
 }
 
+
+bool cp_scan_stands_in(const cp_scan *s, const char *name, bool module)
+{
+	size_t i;
+
+	for (i = 0; i < s->nstandin; i++)
+		if (s->standin[i].module == module && !strcmp(s->standin[i].name, name))
+			return true;
+	return false;
+}

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define CP_FB_MAGIC "cypatch-fallback"  /* 16 bytes, no NUL in the context */
-#define CP_FB_VERSION 1
+#define CP_FB_VERSION 2
 
 /* The CPython API the stub calls, through the extension's own GOT slots. */
 enum cp_fb_api {
@@ -21,6 +21,9 @@ enum cp_fb_api {
 	CP_FB_IMPORT_LEVEL,        /* PyImport_ImportModuleLevelObject (redirected) */
 	CP_FB_CAPSULE_ISVALID,     /* PyCapsule_IsValid (redirected) */
 	CP_FB_CAPSULE_GETPOINTER,  /* PyCapsule_GetPointer (redirected) */
+	CP_FB_DICT_GETITEMSTRING,  /* PyDict_GetItemString (redirected with stand-ins;
+				    * the stub calls it too) */
+	CP_FB_DICT_GETITEMSTRINGREF, /* PyDict_GetItemStringRef (redirected with stand-ins) */
 	CP_FB_CAPSULE_GETNAME,     /* PyCapsule_GetName */
 	CP_FB_ERR_CLEAR,           /* PyErr_Clear */
 	CP_FB_ERR_MATCHES,         /* PyErr_ExceptionMatches */
@@ -30,14 +33,13 @@ enum cp_fb_api {
 	CP_FB_UNICODE,             /* PyUnicode_FromStringAndSize */
 	CP_FB_TUPLE_NEW,           /* PyTuple_New */
 	CP_FB_DICT_NEW,            /* PyDict_New */
-	CP_FB_DICT_GETITEMSTRING,  /* PyDict_GetItemString */
 	CP_FB_DICT_SETITEM,        /* PyDict_SetItem */
 	CP_FB_DEALLOC,             /* _Py_Dealloc */
 	CP_FB_NAPI
 };
 
 /* The first CP_FB_NTHUNKS functions above are the redirected ones. */
-#define CP_FB_NTHUNKS 4
+#define CP_FB_NTHUNKS 6
 
 struct cp_fb_ctx {
 	char magic[16];
@@ -51,7 +53,20 @@ struct cp_fb_ctx {
 	uint32_t src_off, src_len;     /* the helper's Python source */
 	uint32_t built_off, other_off; /* layout names, for `cypatch show` */
 	uint32_t ext_off;              /* the extension's module name */
+	/* Stand-ins (--tolerate-missing, docs/tolerate.md): the cimported
+	 * functions and modules an installed release may lack, and per return
+	 * type the code that returns its error. */
+	uint32_t nstand, stand_off;    /* function names, uint32 offsets */
+	uint32_t nstmod, stmod_off;    /* module names, uint32 offsets */
+	uint32_t nret, ret_off;        /* struct cp_fb_standin entries */
+};
+
+/* A return type ("CUresult", matched with the " (" after it against a
+ * capsule signature) and the stand-in that returns its error. */
+struct cp_fb_standin {
+	uint32_t type_off;
 	uint32_t reserved;
+	int64_t code;                  /* its address minus the context's */
 };
 
 #endif

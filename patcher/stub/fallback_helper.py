@@ -1,6 +1,7 @@
 # The slow path of cypatch's fallback stubs, run only when an import of a
-# mapped module needs help. cypatch prepends MAP (each mapped module name to
-# its name in the other layout) and EXT (the extension's module name).
+# mapped module, or of a module stood in for (--tolerate-missing), needs
+# help. cypatch prepends MAP (each mapped module name to its name in the
+# other layout) and EXT (the extension's module name).
 import importlib
 import types
 
@@ -96,3 +97,12 @@ def level(name, fromlist=None):
             continue
         attrs[n] = module(full)
     return _View(name, pkg, attrs) if attrs else pkg
+
+
+def standin(name):
+    """An empty module for a cimported module the installed release lacks:
+    cypatch listed each function the extension takes from it, and the stub
+    stands in for those. Not put in sys.modules."""
+    m = types.ModuleType(name)
+    m.__pyx_capi__ = {}
+    return m

@@ -46,6 +46,7 @@ typedef object *(*unicode_fn)(const char *, intptr_t);
 typedef object *(*tuple_fn)(intptr_t);
 typedef object *(*dict_fn)(void);
 typedef object *(*getitem_fn)(object *, const char *);
+typedef int (*getitemref_fn)(object *, const char *, object **);
 typedef int (*setitem_fn)(object *, object *, object *);
 typedef void (*dealloc_fn)(object *);
 
@@ -178,21 +179,47 @@ static const char *mapped(ctx_t *c, const char *name)
 	return NULL;
 }
 
-/* PyImport_ImportModule: the built name first, then the other layout's. */
+/* Whether name is one of the n strings whose offsets are at off. */
+static int listed(ctx_t *c, const char *name, uint32_t n, uint32_t off)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (same(name, str(c, word(c, off, i))))
+			return 1;
+	return 0;
+}
+
+/* Whether the pending error is an ImportError; cleared when it is. */
+static int clear_import_error(ctx_t *c)
+{
+	if (!((matches_fn)api(c, CP_FB_ERR_MATCHES))(*(object **)api(c, CP_FB_EXC_IMPORTERROR)))
+		return 0;
+	((void_fn)api(c, CP_FB_ERR_CLEAR))();
+	return 1;
+}
+
+/* PyImport_ImportModule: the built name first, then the other layout's;
+ * a cimported module that may be stood in for, when neither imports, is
+ * the helper's empty one (its functions are then stood in for). */
 object *cp_fb_import_module(const char *name, ctx_t *c)
 {
 	object *m, *a[2];
 	const char *alt = mapped(c, name);
+	int stand = listed(c, name, c->nstmod, c->stmod_off);
 
 	m = ((import_fn)api(c, CP_FB_IMPORT_MODULE))(name);
-	if (m || !alt)
+	if (m || (!alt && !stand) || !clear_import_error(c))
 		return m;
-	if (!((matches_fn)api(c, CP_FB_ERR_MATCHES))(*(object **)api(c, CP_FB_EXC_IMPORTERROR)))
-		return NULL;
-	((void_fn)api(c, CP_FB_ERR_CLEAR))();
+	if (alt) {
+		a[0] = text(c, name);
+		a[1] = text(c, alt);
+		m = helper(c, "module", tuple(c, 2, a));
+		if (m || !stand || !clear_import_error(c))
+			return m;
+	}
 	a[0] = text(c, name);
-	a[1] = text(c, alt);
-	return helper(c, "module", tuple(c, 2, a));
+	return helper(c, "standin", tuple(c, 1, a));
 }
 
 /* Whether a Python-level import name concerns the mapped modules. The name
@@ -254,12 +281,10 @@ object *cp_fb_import_level(object *name, object *globals, object *locals, object
 	m = real(name, globals, locals, fromlist, level);
 	if (m && has_all(c, m, fromlist))
 		return m;
-	if (!m && !((matches_fn)api(c, CP_FB_ERR_MATCHES))(*(object **)api(c, CP_FB_EXC_IMPORTERROR)))
+	if (!m && !clear_import_error(c))
 		return NULL;
 	if (m)
 		decref(c, m);
-	else
-		((void_fn)api(c, CP_FB_ERR_CLEAR))();
 	incref(name);
 	a[0] = name;
 	if (fromlist) {
@@ -316,14 +341,61 @@ static const char *equivalent_name(ctx_t *c, object *cap, const char *sig)
 	return equivalent(c, n, sig) ? n : NULL;
 }
 
+/*
+ * Stand-ins. A cimported function listed in the context that the module's
+ * __pyx_capi__ lacks is looked up as a sentinel, PyExc_ImportError's class
+ * object (a borrowed, never freed object no capsule check is ever given);
+ * the capsule checks that follow take the sentinel as a capsule of the
+ * stand-in for the signature's return type. Nothing else is answered.
+ */
+static object *sentinel(ctx_t *c)
+{
+	return *(object **)api(c, CP_FB_EXC_IMPORTERROR);
+}
+
+/* The stand-in for a function of signature sig, or NULL. */
+static void *standin(ctx_t *c, const char *sig)
+{
+	const struct cp_fb_standin *e = (const struct cp_fb_standin *)((const char *)c + c->ret_off);
+	uint32_t i;
+
+	for (i = 0; sig && i < c->nret; i++)
+		if (starts(sig, str(c, e[i].type_off)) && starts(sig + length(str(c, e[i].type_off)), " ("))
+			return (char *)c + e[i].code;
+	return NULL;
+}
+
+object *cp_fb_dict_getitemstring(object *d, const char *key, ctx_t *c)
+{
+	object *v = ((getitem_fn)api(c, CP_FB_DICT_GETITEMSTRING))(d, key);
+
+	return v || !listed(c, key, c->nstand, c->stand_off) ? v : sentinel(c);
+}
+
+int cp_fb_dict_getitemstringref(object *d, const char *key, object **out, ctx_t *c)
+{
+	int r = ((getitemref_fn)api(c, CP_FB_DICT_GETITEMSTRINGREF))(d, key, out);
+
+	if (r != 0 || !listed(c, key, c->nstand, c->stand_off))
+		return r;
+	*out = sentinel(c);
+	incref(*out);
+	return 1;
+}
+
 int cp_fb_capsule_isvalid(object *cap, const char *sig, ctx_t *c)
 {
+	if (cap == sentinel(c))
+		return standin(c, sig) != NULL;
 	return ((isvalid_fn)api(c, CP_FB_CAPSULE_ISVALID))(cap, sig) || equivalent_name(c, cap, sig);
 }
 
 void *cp_fb_capsule_getpointer(object *cap, const char *sig, ctx_t *c)
 {
-	const char *n = equivalent_name(c, cap, sig);
+	const char *n;
 
+	if (cap == sentinel(c) && standin(c, sig))
+		return standin(c, sig);
+	n = equivalent_name(c, cap, sig);
 	return ((getpointer_fn)api(c, CP_FB_CAPSULE_GETPOINTER))(cap, n ? n : sig);
 }

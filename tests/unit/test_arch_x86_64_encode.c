@@ -227,6 +227,20 @@ static void test_thunk_bytes(void **state)
 	assert_int_equal(jump, 0x2007);
 }
 
+/* A stand-in (--tolerate-missing): mov eax, 801; ret, as GNU as writes
+ * it, int3 after; a value beyond 32 bits refused. */
+static void test_standin(void **state)
+{
+	uint8_t t[16];
+	static const uint8_t want[16] = { 0xb8, 0x21, 0x03, 0x00, 0x00, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
+					  0xcc, 0xcc, 0xcc, 0xcc };
+
+	(void)state;
+	assert_true(arch()->standin(t, 801));
+	assert_memory_equal(t, want, 16);
+	assert_false(arch()->standin(t, 1L << 32));
+}
+
 static void test_thunk_refused(void **state)
 {
 	uint8_t t[16];
@@ -329,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_pcrel_reach),    cmocka_unit_test(test_branch_rewrite),
 		cmocka_unit_test(test_branch_refused), cmocka_unit_test(test_thunk),
 		cmocka_unit_test(test_thunk_bytes),    cmocka_unit_test(test_thunk_refused),
+		cmocka_unit_test(test_standin),
 		cmocka_unit_test(test_field_put),      cmocka_unit_test(test_field_refused),
 		cmocka_unit_test(test_stub),
 	};

@@ -156,6 +156,32 @@ static void bad_rules_are_refused_with_file_and_line(void **state)
 	expect_error("[mangled old new]\n__pyx_t_3pkg_1a_ = __pyx_t_3pkg_5wrong_\n",
 		     "t.rules:7: mangled pair for '__pyx_t_3pkg_1a_' matches no module pair declared before it");
 	expect_error("[layouts]\n9bad = x\n", "t.rules:7: layout name '9bad' is not an identifier");
+	expect_error("[errors]\nCUresult = eight\n", "t.rules:7: error value 'eight' is not a 32-bit decimal integer");
+	expect_error("[errors]\nCUresult = 4294967296\n",
+		     "t.rules:7: error value '4294967296' is not a 32-bit decimal integer");
+	expect_error("[errors]\nnot a type = 1\n", "t.rules:7: error type 'not a type' is not an identifier");
+	expect_error("[errors]\nCUresult = 1\nCUresult = 2\n", "t.rules:8: error type 'CUresult' is listed twice");
+}
+
+/* [errors]: a signature's return type, followed by " (", finds its value;
+ * a longer type that starts with it, or a pointer to it, does not. */
+static void error_values_by_return_type(void **state)
+{
+	cp_rules *r = cp_rules_new();
+	cp_error err = { CP_OK, "" };
+	const struct cp_error_value *e;
+
+	(void)state;
+	assert_int_equal(cp_rules_load_file(r, rules_file, &err), CP_OK);
+	e = cp_rules_error_type(r, "CUresult (unsigned int)");
+	assert_non_null(e);
+	assert_string_equal(e->type, "CUresult");
+	assert_int_equal(e->value, 801);
+	assert_int_equal(cp_rules_error_type(r, "cudaError_t (int *)")->value, 801);
+	assert_null(cp_rules_error_type(r, "CUresult *(int)"));
+	assert_null(cp_rules_error_type(r, "CUresultX (int)"));
+	assert_null(cp_rules_error_type(r, "char const *(nvrtcResult)"));
+	cp_rules_free(r);
 }
 
 static void outside_section_and_missing_layouts(void **state)
@@ -186,6 +212,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(user_rules_add_to_bundled),
 		cmocka_unit_test(good_rules_load),
 		cmocka_unit_test(bad_rules_are_refused_with_file_and_line),
+		cmocka_unit_test(error_values_by_return_type),
 		cmocka_unit_test(outside_section_and_missing_layouts),
 	};
 

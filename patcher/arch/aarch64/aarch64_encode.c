@@ -35,6 +35,9 @@
 #define BL_WORD 0x94000000u
 #define B_WORD 0x14000000u
 #define BRK_0 0xd4200000u
+#define MOVZ_W0 0x52800000u    /* movz w0, #imm16 */
+#define MOVK_W0_16 0x72a00000u /* movk w0, #imm16, lsl #16 */
+#define RET_WORD 0xd65f03c0u   /* ret */
 
 #define MOVN 0u
 #define MOVZ 2u
@@ -315,5 +318,18 @@ bool cp_a64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_
 	put_word(out + 8, BRK_0);
 	put_word(out + 12, BRK_0);
 	*jump = at + 4;
+	return true;
+}
+
+bool cp_a64_standin(uint8_t *out, long value)
+{
+	uint32_t v = (uint32_t)value;
+
+	if (value < INT32_MIN || value > INT32_MAX)
+		return false;
+	put_word(out, MOVZ_W0 | (v & 0xffffu) << 5);
+	put_word(out + 4, MOVK_W0_16 | (v >> 16) << 5);
+	put_word(out + 8, RET_WORD);
+	put_word(out + 12, BRK_0);
 	return true;
 }

@@ -100,5 +100,6 @@ const struct cp_arch cp_arch_aarch64 = {
 	.load_rewrite = cp_a64_load_rewrite,
 	.thunk_size = CP_A64_THUNK_SIZE,
 	.thunk = cp_a64_thunk,
+	.standin = cp_a64_standin,
 	.stub = &cp_stub_aarch64,
 };

@@ -90,6 +90,10 @@ bool cp_a64_load_rewrite(const uint8_t *insn, unsigned len, uint8_t *out);
 bool cp_a64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_t entry,
 		  uint64_t *jump);
 
+/* A stand-in (out, CP_A64_THUNK_SIZE bytes): movz w0, #lo; movk w0, #hi,
+ * lsl #16; ret; brk #0. False for a value outside 32 bits. */
+bool cp_a64_standin(uint8_t *out, long value);
+
 /* The stub as embed_stub.cmake wrote it for aarch64. */
 extern const struct cp_stub cp_stub_aarch64;
 

@@ -16,6 +16,7 @@ bool cp_x86_64_branch_rewrite(const uint8_t *insn, unsigned len, uint8_t *out, u
 			      uint8_t *branch_size);
 bool cp_x86_64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint64_t entry,
 		     uint64_t *jump);
+bool cp_x86_64_standin(uint8_t *out, long value);
 
 /* The stub as embed_stub.cmake wrote it for x86-64. */
 extern const struct cp_stub cp_stub_x86_64;

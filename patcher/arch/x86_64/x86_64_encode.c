@@ -20,6 +20,8 @@
 #define OP_NOP 0x90
 #define OP_INT3 0xcc
 #define OP_LEA 0x8d
+#define OP_MOV_EAX_IMM32 0xb8
+#define OP_RET 0xc3
 #define REX_W 0x48
 #define REX_R 0x04
 #define LEA_SIZE 7  /* REX.W 8d ModRM disp32 */
@@ -118,4 +120,18 @@ bool cp_x86_64_thunk(uint8_t *out, uint64_t at, unsigned arg, uint64_t ctx, uint
 	*jump = at + LEA_SIZE;
 	return cp_x86_64_pcrel_put(out + 3, at, LEA_SIZE, ctx) &&
 	       cp_x86_64_pcrel_put(out + LEA_SIZE + 1, *jump, JMP_SIZE, entry);
+}
+
+/* mov eax, value; ret; int3 up to 16 bytes. */
+bool cp_x86_64_standin(uint8_t *out, long value)
+{
+	int32_t v = (int32_t)value;
+
+	if (value < INT32_MIN || value > INT32_MAX)
+		return false;
+	memset(out, OP_INT3, CP_X86_64_THUNK_SIZE);
+	out[0] = OP_MOV_EAX_IMM32;
+	memcpy(out + 1, &v, 4);
+	out[5] = OP_RET;
+	return true;
 }

@@ -86,5 +86,6 @@ const struct cp_arch cp_arch_x86_64 = {
 	.branch_rewrite = cp_x86_64_branch_rewrite,
 	.thunk_size = CP_X86_64_THUNK_SIZE,
 	.thunk = cp_x86_64_thunk,
+	.standin = cp_x86_64_standin,
 	.stub = &cp_stub_x86_64,
 };
