@@ -34,8 +34,8 @@ def test_largest_cuda_python_extension_reports_its_cydriver_cimports():
 def test_json_form_is_complete_and_stable():
     doc = show_json(CIMPORTS)
     assert list(doc) == ["cypatch", "schema", "file", "arch", "cython", "layouts", "fallback",
-                         "blobs", "references", "notes"]
-    assert doc["fallback"] is None
+                         "standins", "blobs", "references", "notes"]
+    assert doc["fallback"] is None and doc["standins"] == []
     assert doc["schema"] == 1 and doc["arch"] == "x86-64" and doc["file"] == CIMPORTS
     blob = doc["blobs"][0]
     assert blob["algorithm"] == "lzss" and blob["decoded_length"] > blob["stored_length"]
