@@ -85,6 +85,10 @@ REAL_CORPUS = [
     # bindings layout has (cuda.bindings.cynvvm); cuda.core without
     # experimental; it needs cuda-pathfinder 1.4.2 or later
     (("cuda-core", "1.2.2"), "bindings", [("cuda-pathfinder", "1.9.1")]),
+    # Cython 3.2.4: its cu13 tree cimports cuDevSmResourceSplit (13.1.1
+    # on), `from cuda import cudart` under except ImportError beside the
+    # bindings imports (docs/tolerate.md)
+    (("cuda-core", "1.0.0"), "bindings", [("cuda-pathfinder", "1.9.1")]),
     # Cython 3.0.12, 6 cyruntime functions in pylibraft/common/cuda; rmm's
     # librmm.so is loaded by `import rmm`, libraft is left out (its
     # __init__ skips it when missing)

@@ -226,6 +226,42 @@ def test_a_patch_that_still_fails_in_the_range_is_refused(tmp_path):
     assert not os.listdir(str(tmp_path / "w"))
 
 
+def test_real_cuda_core_survives_the_release_before_its_floor(tmp_path):
+    """cuda-core 1.0.0 (cu13 tree: cuDevSmResourceSplit, 13.1.1 on) fails to
+    import under cuda-bindings 13.0.0; repaired with the range, it imports
+    there, Requires-Dist admits 13.0.0 and check --release agrees."""
+    (wheel,) = [w["wheel"] for w in MANIFEST["real_corpus"] if (w["name"], w["version"]) == ("cuda-core", "1.0.0")]
+    out = tmp_path / "w"
+    cypatch("repair", "-w", str(out), "-t", "bindings", "--tolerate-missing", "cuda-bindings>=13.0,<14", wheel, check=0)
+    (repaired,) = [str(p) for p in out.iterdir()]
+    seen = {}
+    for form, w in (("shipped", wheel), ("repaired", repaired)):
+        tree = tmp_path / form
+        with zipfile.ZipFile(w) as z:
+            z.extractall(str(tree))
+        for release in ("13.0.0", "13.5.0"):
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), site(release), os.path.join(SITES, "deps")]),
+                       PYTHONNOUSERSITE="1")
+            p = subprocess.run([sys.executable, "-c", "from cuda.core import Device, Stream; print('ok')"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+            seen[form, release] = "ok" if p.returncode == 0 else p.stderr.strip().splitlines()[-1]
+    assert seen == {("shipped", "13.0.0"): "ImportError: cuda.bindings.cydriver does not export expected C function "
+                                           "cuDevSmResourceSplit",
+                    ("shipped", "13.5.0"): "ok", ("repaired", "13.0.0"): "ok", ("repaired", "13.5.0"): "ok"}, seen
+    said = cells_of_wheel(repaired, "cuda-bindings>=13.0,<13.1")
+    assert all(said.values()), said
+    with zipfile.ZipFile(repaired) as z:
+        meta = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")][0]
+        assert 'cuda-bindings[all]>=13.0.0,<14 ; extra == "cu13"' in z.read(meta).decode()
+
+
+def cells_of_wheel(path, spec):
+    """check --release SPEC on a wheel: {version: binds}."""
+    p = cypatch("check", "--json", "--release", spec, path)
+    assert p.returncode in (0, 1), p.stderr
+    return {r["version"]: r["ok"] for r in json.loads(p.stdout)["releases"]}
+
+
 def test_a_stub_without_the_stand_ins_is_not_taken_for_one(tmp_path):
     so = build("skew", "3.3.1", "13.0.3")
     plain = str(tmp_path / ("plain" + SUFFIX))
