@@ -171,10 +171,9 @@ static cp_status plan_tolerant(const cp_image *img, const cp_scan *scan, const s
 	*planned = false;
 	if (!pick)
 		return cp_fail(err, CP_E_INTERNAL, "out of memory");
-	if (!cp_releases_select(o->releases, o->tolerate, pick)) {
+	if (cp_releases_pick(o->releases, "--tolerate-missing", o->tolerate, pick, err)) {
 		free(pick);
-		return cp_fail(err, CP_E_USAGE, "--tolerate-missing: '%s' is neither 'all' nor cuda-python or "
-			       "cuda-bindings with PEP 440 specifiers", o->tolerate);
+		return err->code;
 	}
 	for (i = 0; o->tolerate_major && i < o->releases->nrel; i++) /* a tree never imported under the others */
 		pick[i] = pick[i] && strtoul(o->releases->rel[i].version, NULL, 10) == o->tolerate_major;

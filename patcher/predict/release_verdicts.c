@@ -83,9 +83,8 @@ cp_status cp_tolerance_holds(const char *path, const char *as, const cp_rules *r
 	json_t *doc = NULL;
 	cp_status st = rels && pick ? CP_OK : cp_fail(err, CP_E_INTERNAL, "out of memory");
 
-	if (!st && !cp_releases_select(kb, spec, pick))
-		st = cp_fail(err, CP_E_USAGE, "--tolerate-missing: '%s' is neither 'all' nor cuda-python or "
-			     "cuda-bindings with PEP 440 specifiers", spec);
+	if (!st)
+		st = cp_releases_pick(kb, "--tolerate-missing", spec, pick, err);
 	n = st ? 0 : shipping(kb, as, rels);
 	for (i = 0; i < n; i++)
 		if (pick[rels[i]])

@@ -71,6 +71,14 @@ bool cp_releases_select(const cp_releases *r, const char *spec, bool *pick)
 	return true;
 }
 
+cp_status cp_releases_pick(const cp_releases *r, const char *option, const char *spec, bool *pick, cp_error *err)
+{
+	if (cp_releases_select(r, spec, pick))
+		return CP_OK;
+	return cp_fail(err, CP_E_USAGE, "%s wants 'all' or cuda-python/cuda-bindings with PEP 440 specifiers, not '%s'",
+		       option, spec);
+}
+
 bool cp_releases_ships_for(const cp_releases *r, size_t rel, unsigned minor, bool abi3)
 {
 	const char *rp = r->rel[rel].requires_python;

@@ -78,6 +78,10 @@ bool cp_releases_dist(const char *name, size_t n, bool *python);
  * "cuda-python"); false when spec is neither. */
 bool cp_releases_select(const cp_releases *r, const char *spec, bool *pick);
 
+/* cp_releases_select for the value spec of option `option`: a usage error
+ * naming both when spec is neither. */
+cp_status cp_releases_pick(const cp_releases *r, const char *option, const char *spec, bool *pick, cp_error *err);
+
 /* Whether release rel ships for CPython 3.minor (its Requires-Python
  * admits it); for an abi3 consumer (abi3), for 3.minor or a later one. */
 bool cp_releases_ships_for(const cp_releases *r, size_t rel, unsigned minor, bool abi3);

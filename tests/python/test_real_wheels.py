@@ -587,14 +587,17 @@ _NVML = ("`from cuda.bindings import nvml`: a from-import of a module the rules 
 
 
 def _cuda_core_known():
-    """cuda-core 0.6.0 and 1.2.2, as shipped and repaired for bindings (the
-    stub's output, which behaves as the original): their `system` modules
-    under the releases without cuda.bindings.nvml, and 1.2.2's
-    _tensor_bridge everywhere."""
+    """cuda-core 0.6.0, 1.0.0 and 1.2.2, as shipped and repaired for bindings
+    (the stub's output, which behaves as the original): their `system`
+    modules under the releases without cuda.bindings.nvml, and 1.0.0's and
+    1.2.2's _tensor_bridge everywhere; but 1.0.0 under 13.0.3, where its
+    whole cu13 tree fails as check says (cuDevSmResourceSplit)."""
     out = {}
-    for version, torch in (("0.6.0", False), ("1.2.2", True)):
+    for version, torch in (("0.6.0", False), ("1.0.0", True), ("1.2.2", True)):
         for env, tree, nvml in (("cuda-bindings 12.9.4", "cu12", True), ("cuda-bindings 12.9.10", "cu12", False),
                                 ("cuda-bindings 13.0.3", "cu13", True), ("cuda-bindings 13.5.0", "cu13", False)):
+            if (version, env) == ("1.0.0", "cuda-bindings 13.0.3"):
+                continue
             mods = ["cuda.core.%s._tensor_bridge" % tree] if torch else []
             if nvml:
                 mods += ["cuda.core.%s.system.%s" % (tree, m) for m in ("_device", "_nvml_context", "_system_events")]
