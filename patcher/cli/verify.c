@@ -39,7 +39,7 @@ static void print_text(const json_t *r)
 	       json_string_value(json_object_get(r, "executable")));
 	json_array_foreach(json_object_get(r, "extensions"), i, e) {
 		json_t *imp = json_object_get(e, "import"), *bs = json_object_get(e, "bindings");
-		size_t bound = 0;
+		size_t bound = 0, stood = 0;
 
 		if (json_object_get(e, "skipped")) {
 			printf("  %s: skipped: %s\n", json_string_value(json_object_get(e, "module")),
@@ -51,15 +51,18 @@ static void print_text(const json_t *r)
 			       json_string_value(json_object_get(imp, "error")));
 			continue;
 		}
-		json_array_foreach(bs, j, b)
+		json_array_foreach(bs, j, b) {
 			bound += json_is_true(json_object_get(b, "bound"));
-		printf("  %s: imported; %zu of %zu bindings proven\n", json_string_value(json_object_get(e, "module")),
+			stood += json_is_true(json_object_get(b, "stood_in"));
+		}
+		printf("  %s: imported; %zu of %zu bindings proven", json_string_value(json_object_get(e, "module")),
 		       bound, json_array_size(bs));
+		printf(stood ? ", %zu stood in for (the installed release lacks them)\n" : "\n", stood);
 		json_array_foreach(bs, j, b)
 			printf("    %-8s %-28s %s\n", json_string_value(json_object_get(b, "kind")),
 			       json_string_value(json_object_get(b, "name")),
 			       json_is_true(json_object_get(b, "bound")) ? json_string_value(json_object_get(b, "provider"))
-									 : "NOT BOUND");
+			       : json_is_true(json_object_get(b, "stood_in")) ? "stood in for" : "NOT BOUND");
 	}
 	json_object_foreach(json_object_get(r, "gpu"), k, g) {
 		const char *via = json_string_value(json_object_get(g, "via"));

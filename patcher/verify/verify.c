@@ -61,9 +61,10 @@ static json_t *bindings(const cp_scan *s)
 		if ((r->kind != CP_K_FUNCTION && r->kind != CP_K_VARIABLE) || !r->slot || !r->module || r->layout < 0)
 			continue;
 		other = cp_rules_map(s->rules, r->module, !r->layout);
-		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s?, s:I}", "kind", cp_ref_kind_name(r->kind),
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s?, s:I, s:b}", "kind", cp_ref_kind_name(r->kind),
 						     "name", r->name, "provider", r->module, "other", other,
-						     "slot", (json_int_t)r->slot));
+						     "slot", (json_int_t)r->slot, "standin",
+						     r->kind == CP_K_FUNCTION && cp_scan_stands_in(s, r->name, false)));
 	}
 	return out;
 }
@@ -333,7 +334,7 @@ static bool judge(json_t *r, json_t *plan, bool gpu, char *why, size_t n)
 			return snprintf(why, n, "%s: %s", json_string_value(json_object_get(e, "module")),
 					json_string_value(json_object_get(imp, "error"))), false;
 		json_array_foreach(json_object_get(e, "bindings"), j, b)
-			if (!json_is_true(json_object_get(b, "bound")))
+			if (!json_is_true(json_object_get(b, "bound")) && !json_is_true(json_object_get(b, "stood_in")))
 				return snprintf(why, n, "%s: %s %s is not bound to its provider",
 						json_string_value(json_object_get(e, "module")),
 						json_string_value(json_object_get(b, "kind")),

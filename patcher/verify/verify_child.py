@@ -55,10 +55,15 @@ def exported(module, name):
 def binding(base, b):
     slot = ctypes.c_void_p.from_address(base + b["slot"]).value
     out = {"kind": b["kind"], "name": b["name"], "slot": b["slot"], "bound": False, "provider": None}
+    exports = False
     for module in (b["provider"], b.get("other")):
         ptr, sig = exported(module, b["name"]) if module else (None, None)
+        exports = exports or ptr is not None
         if ptr is not None and ptr == slot:
             out.update(bound=True, provider=module, signature=sig)
+    # the file's stub stands in for it (--tolerate-missing), and no
+    # provider installed exports it: the slot holds the stand-in
+    out["stood_in"] = bool(b.get("standin") and slot and not exports)
     out["ptr"] = slot
     return out
 

@@ -122,6 +122,21 @@ def test_the_stand_in_answers_where_the_release_lacks_the_function(cython, layou
     assert all(binds for binds, _, _ in said.values()), said
     stood = {v: s for v, (_, s, _) in said.items() if s}
     assert stood == {v: ["cuda.bindings.cydriver.cuCheckpointProcessRestore"] for v in ("13.0.0", "13.0.1")}, said
+    # verify proves the others bound and names the one stood in for, only
+    # where the release lacks it
+    old, new = verified(so, "13.0.0", tmp_path), verified(so, "13.0.3", tmp_path)
+    assert old.returncode == new.returncode == 0, (old.stdout, new.stdout)
+    assert "3 of 4 bindings proven, 1 stood in for" in old.stdout, old.stdout
+    assert "4 of 4 bindings proven\n" in new.stdout, new.stdout
+
+
+def verified(path, release, tmp_path):
+    """cypatch verify of path under an interpreter that sees the release."""
+    wrapper = tmp_path / ("python-" + release)
+    wrapper.write_text('#!/bin/sh\nPYTHONPATH=%s PYTHONNOUSERSITE=1 exec %s "$@"\n' % (
+        os.pathsep.join([site(release), os.path.join(SITES, "deps")]), sys.executable))
+    wrapper.chmod(0o755)
+    return cypatch("verify", "--python", str(wrapper), path)
 
 
 @pytest.mark.parametrize("cython", CYTHONS)
