@@ -542,8 +542,87 @@ static cp_status find_callees(cp_import_time *t, cp_error *err)
 	return CP_OK;
 }
 
+/* A pointer stored at va: the address its relative relocation (RELA or
+ * RELR) puts there, else the word itself; 0 when unreadable. */
+static uint64_t pointer_at(const cp_image *img, uint64_t va)
+{
+	const uint8_t *b = cp_image_va_bytes(img, va, 8);
+	uint64_t v = cp_image_relative_at(img, va);
+
+	if (!v && b)
+		memcpy(&v, b, 8); /* both machines are little-endian */
+	return v;
+}
+
+/* PyInit_<name>'s call (or tail jump) PyModuleDef_Init(&def): def. */
+struct def_find {
+	uint64_t def;
+	bool several;
+};
+
+static void def_call(void *ctx, const struct cp_call *c)
+{
+	struct def_find *d = ctx;
+
+	if (!c->name || strcmp(c->name, "PyModuleDef_Init"))
+		return;
+	if (c->arg[0].kind != CP_V_ADDR || (d->def && d->def != c->arg[0].v))
+		d->several = true;
+	else
+		d->def = c->arg[0].v;
+}
+
+/* A multi-phase module's exec function, without its symbol: PyInit_<name>
+ * (at init) returns PyModuleDef_Init(&def), and def's m_slots holds it,
+ * the one Py_mod_exec (2) slot. def is a 64-bit struct PyModuleDef: m_name
+ * after the 40-byte PyModuleDef_Base (56 in a free-threaded build), then
+ * m_doc, m_size, m_methods, m_slots; the layout that fits is the one whose
+ * m_name is the module's. Any doubt (another exec slot, a slot that is no
+ * function start, more than one def) gives 0. */
+static uint64_t exec_from_slots(const cp_import_time *t, uint64_t init)
+{
+	static const unsigned base_size[] = { 40, 56 };
+	struct def_find d = { 0, false };
+	struct cp_code_visitor v;
+	cp_error err;
+	uint64_t start, end, slots = 0, exec = 0, s0, e0;
+	size_t ml = strlen(t->modname), i;
+
+	memset(&v, 0, sizeof(v));
+	v.on_call = def_call;
+	v.ctx = &d;
+	if (!cp_image_function(t->img, init, &start, &end) || start != init ||
+	    cp_code_walk(t->img, start, end, &v, &err) || d.several || !d.def)
+		return 0;
+	for (i = 0; !slots && i < sizeof(base_size) / sizeof(base_size[0]); i++) {
+		const char *name = cp_image_cstring(t->img, pointer_at(t->img, d.def + base_size[i]), 512);
+		size_t l = name ? strlen(name) : 0;
+
+		if (name && l >= ml && !strcmp(name + l - ml, t->modname) && (l == ml || name[l - ml - 1] == '.'))
+			slots = pointer_at(t->img, d.def + base_size[i] + 32);
+	}
+	for (i = 0; slots && i < 16; i++) {
+		const uint8_t *b = cp_image_va_bytes(t->img, slots + 16 * i, 4);
+		int32_t id;
+		uint64_t fn;
+
+		if (!b)
+			return 0;
+		memcpy(&id, b, 4);
+		if (id == 0)
+			return exec;
+		fn = pointer_at(t->img, slots + 16 * i + 8);
+		if (id == 2 && (exec || !cp_image_function(t->img, fn, &s0, &e0) || s0 != fn))
+			return 0;
+		if (id == 2)
+			exec = fn;
+	}
+	return 0; /* no end of the slots seen */
+}
+
 /* __pyx_pymod_exec_<name> (C, or mangled by C++: _ZL<n>__pyx_pymod_exec_<name>P7_object),
- * else PyInit_<name> when it does not hand over to multi-phase init. */
+ * else PyInit_<name> when it does not hand over to multi-phase init, else
+ * (stripped) the exec slot of the module's definition. */
 static uint64_t exec_entry(const cp_import_time *t)
 {
 	char want[160];
@@ -564,7 +643,7 @@ static uint64_t exec_entry(const cp_import_time *t)
 		return 0;
 	for (i = 0; i < t->img->nsym; i++)
 		if (t->img->sym[i].name && !strcmp(t->img->sym[i].name, "PyModuleDef_Init"))
-			return 0; /* multi-phase, and its exec function has no symbol */
+			return exec_from_slots(t, init->value); /* multi-phase, its exec function unnamed */
 	return init->value;
 }
 

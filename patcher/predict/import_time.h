@@ -20,9 +20,12 @@
  *    follows the call (`if TYPE_CHECKING:`, an except clause's body).
  *
  * A call outside the exec function and every function it calls (directly,
- * at any depth) is in a function: deferred too. An indirect jump in the
- * exec function, or an exec function that cannot be found (a stripped
- * multi-phase module), leaves every import at import time. Not read: the
+ * at any depth) is in a function: deferred too. The exec function is the
+ * one its symbol names, else (a stripped multi-phase module) the one
+ * Py_mod_exec slot of the PyModuleDef that PyInit_<name> passes to
+ * PyModuleDef_Init, when that definition's m_name is the module's. An
+ * indirect jump in the exec function, or an exec function that cannot be
+ * found, leaves every import at import time. Not read: the
  * exception types an except clause names (any clause that catches counts),
  * and what a `with` block's __exit__ suppresses.
  */

@@ -77,6 +77,23 @@ def test_check_predicts_what_verify_observes(entry, form, tmp_path):
                                             observed == LOST % entry["module"]), (env, failures, observed)
 
 
+DEFERRED = [e for e in BUILT if e["kind"] == "deferred" and e not in UNSEEN]
+
+
+@pytest.mark.parametrize("entry", DEFERRED, ids=[e["id"] for e in DEFERRED])
+def test_a_stripped_module_is_judged_as_with_its_symbols(entry, tmp_path):
+    """Stripped, a multi-phase module names no exec function: it is read
+    from its PyModuleDef's Py_mod_exec slot, and each import is judged as
+    with the symbols (deferred ones included)."""
+    stripped = str(tmp_path / os.path.basename(entry["so"]))
+    subprocess.run(["strip", "-o", stripped, entry["so"]], check=True)
+    for site in ENVS["deferred"].values():
+        docs = [json.loads(subprocess.run([CYPATCH, "check", "--json", "--against", site, so],
+                                          stdout=subprocess.PIPE, text=True).stdout) for so in (entry["so"], stripped)]
+        judged = [[(e["failures"], e["deferred"]) for e in d["extensions"]] for d in docs]
+        assert judged[0] == judged[1], judged
+
+
 def test_a_hostile_provider_is_refused_in_one_line(tmp_path):
     """Issue 17 case 6: providers are input too. A provider whose section
     header table lies outside the file: one line naming it, exit 2, no
