@@ -210,10 +210,10 @@ struct cp_repair_opts {
 	bool no_fsync;          /* rename without waiting for the disk (util/write.h) */
 	bool full_check;        /* as struct cp_patch_opts's */
 	const char *tolerate;   /* --tolerate-missing (struct cp_patch_opts) */
-	const struct cp_releases *kb; /* the knowledge base, with tolerate */
-	const struct cp_releases *releases; /* the knowledge base METADATA's cuda-python /
-				 * cuda-bindings requirement is made true from;
-				 * NULL leaves it (--keep-requires) */
+	const struct cp_releases *kb; /* the knowledge base --tolerate-missing and
+				 * METADATA's cuda-python / cuda-bindings
+				 * requirement are judged from; NULL: neither */
+	bool keep_requires;     /* leave that requirement as it is */
 	bool keep_sources;      /* leave the Python sources' import statements alone */
 	bool drop_signature;    /* write a signed wheel that changes without its
 				 * RECORD.jws / RECORD.p7s (else refused) */

@@ -25,6 +25,7 @@ struct table {
 static int pick_releases(struct table *t, const char *path, const char *const *specs, size_t nspecs)
 {
 	bool *pick = calloc(t->kb->nrel, sizeof(bool)), known = cp_consumer_python(path, &t->minor, &t->abi3);
+	cp_error err = { CP_OK, "" };
 	size_t i;
 
 	t->rels = calloc(t->kb->nrel, sizeof(size_t));
@@ -35,10 +36,9 @@ static int pick_releases(struct table *t, const char *path, const char *const *s
 		return CP_E_INTERNAL;
 	}
 	for (i = 0; i < nspecs; i++)
-		if (!cp_releases_select(t->kb, specs[i], pick)) {
+		if (cp_releases_pick(t->kb, "--release", specs[i], pick, &err)) {
 			free(pick);
-			return cli_usage_error("check", "--release wants 'all' or cuda-python/cuda-bindings with "
-					       "PEP 440 specifiers, not '%s'", specs[i]);
+			return cli_usage_error("check", "%s", err.msg);
 		}
 	for (i = 0; i < t->kb->nrel; i++) {
 		if (!pick[i])

@@ -57,7 +57,6 @@ static const char usage[] =
 
 struct opts {
 	struct cp_repair_opts r;
-	bool keep_requires;
 	struct cli_rules rules;
 	int json;
 };
@@ -110,7 +109,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'w': o->r.outdir = optarg; break;
 		case 't': o->r.layout = optarg; break;
-		case 'k': o->keep_requires = true; break;
+		case 'k': o->r.keep_requires = true; break;
 		case 'R': break;
 		case 'S': o->r.keep_sources = true; break;
 		case 'F': o->r.no_fallback = true; break;
@@ -242,11 +241,10 @@ int cmd_repair(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (cli_load_rules(&rules, o.rules.file, o.rules.n, &err) ||
-	    ((!o.keep_requires || o.r.tolerate) && cli_load_releases(&kb, &err))) {
+	    ((!o.r.keep_requires || o.r.tolerate) && cli_load_releases(&kb, &err))) {
 		cp_rules_free(rules);
 		return cli_error(&err);
 	}
-	o.r.releases = o.keep_requires ? NULL : kb;
 	o.r.kb = kb;
 	all = json_array();
 	for (i = optind; i < argc; i++) {

@@ -57,7 +57,9 @@ static void print_text(const json_t *r)
 		}
 		printf("  %s: imported; %zu of %zu bindings proven", json_string_value(json_object_get(e, "module")),
 		       bound, json_array_size(bs));
-		printf(stood ? ", %zu stood in for (the installed release lacks them)\n" : "\n", stood);
+		if (stood)
+			printf(", %zu stood in for (the installed release lacks them)", stood);
+		putchar('\n');
 		json_array_foreach(bs, j, b)
 			printf("    %-8s %-28s %s\n", json_string_value(json_object_get(b, "kind")),
 			       json_string_value(json_object_get(b, "name")),

@@ -140,21 +140,19 @@ static cp_status write_checked(const cp_image *img, const cp_scan *scan, struct 
 	return st;
 }
 
-/* Whether the stub already in img stands in for everything s lists. */
-static bool stands_in(const cp_image *img, const struct cp_standins *s)
+/* Whether the stub already in the scanned file stands in for everything s
+ * lists. */
+static bool stands_in(const cp_scan *scan, const struct cp_standins *s)
 {
-	size_t i, k, found = 0;
+	size_t i;
 
-	for (i = 0; i < s->nfunc + s->nmodule; i++) {
-		const char *name = i < s->nfunc ? s->func[i] : s->module[i - s->nfunc];
-
-		for (k = 0; k < img->fallback.nstandin; k++)
-			if (!strcmp(img->fallback.standin[k].name, name) && img->fallback.standin[k].module == (i >= s->nfunc)) {
-				found++;
-				break;
-			}
-	}
-	return found == s->nfunc + s->nmodule;
+	for (i = 0; i < s->nfunc; i++)
+		if (!cp_scan_stands_in(scan, s->func[i], false))
+			return false;
+	for (i = 0; i < s->nmodule; i++)
+		if (!cp_scan_stands_in(scan, s->module[i], true))
+			return false;
+	return true;
 }
 
 /* --tolerate-missing: the stub, with the stand-ins the releases of the
@@ -185,7 +183,7 @@ static cp_status plan_tolerant(const cp_image *img, const cp_scan *scan, const s
 	res->fallback = true;
 	res->standin_funcs = s.nfunc;
 	res->standin_modules = s.nmodule;
-	if (scan->fallback && !stands_in(img, &s))
+	if (scan->fallback && !stands_in(scan, &s))
 		st = cp_fail(err, CP_E_INPUT, "%s: already patched by cypatch's stub, without the stand-ins %s needs; "
 			     "patch the original instead", img->path, o->tolerate);
 	if (!st)

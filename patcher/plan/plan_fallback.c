@@ -43,6 +43,9 @@ static const struct redirect redirects[] = {
 	{ CP_FB_DICT_GETITEMSTRINGREF, 3 }, /* (dict, key, result): stand-ins only */
 };
 #define NREDIRECTS (sizeof(redirects) / sizeof(redirects[0]))
+/* The redirects every stub has: those before the stand-ins' lookups. */
+#define NPLAIN_REDIRECTS 4
+_Static_assert(CP_FB_DICT_GETITEMSTRING == NPLAIN_REDIRECTS, "the stand-ins' redirects come last");
 _Static_assert(CP_FB_NTHUNKS == CP_STUB_NENTRIES, "one stub entry per redirected function");
 
 struct site {
@@ -646,7 +649,7 @@ cp_status cp_plan_fallback(const cp_image *img, const cp_scan *scan, int serve,
 	memset(&f, 0, sizeof(f));
 	f.pl = &pl;
 	f.standins = standins;
-	f.nthunks = standins && standins->nfunc ? NREDIRECTS : CP_FB_NTHUNKS - 2;
+	f.nthunks = standins && standins->nfunc ? NREDIRECTS : NPLAIN_REDIRECTS;
 	st = check_scan(img, scan, standins, err);
 	if (st || scan->fallback)
 		return st; /* already patched: an empty plan */

@@ -466,7 +466,7 @@ cp_status cp_repair_requires(struct job *j, const char *path, bool *again)
 		free(meta);
 		return st;
 	}
-	if (cp_release_verdicts(path, j->res->out, j->rules, j->o->releases, &v, &n, &why)) {
+	if (cp_release_verdicts(path, j->res->out, j->rules, j->o->kb, &v, &n, &why)) {
 		keep_requires(j, path, &why);
 		free(meta);
 		return CP_OK;
@@ -487,11 +487,6 @@ cp_status cp_repair_requires(struct job *j, const char *path, bool *again)
 	j->len[at] = outlen;
 	j->res->metadata_changed = *again = true;
 	return CP_OK;
-}
-
-cp_status cp_repair_tolerance_holds(struct job *j, const char *path)
-{
-	return cp_tolerance_holds(path, j->res->out, j->rules, j->o->kb, j->o->tolerate, j->err);
 }
 
 static const char *outcome_name(enum cp_patch_outcome o)

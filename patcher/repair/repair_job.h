@@ -80,9 +80,6 @@ cp_status cp_repair_record(struct job *j, uint8_t **rec, size_t *rec_len);
  * requirement made the releases it binds under (requires.h); *again when
  * METADATA changed, so that the archive is written (again). */
 cp_status cp_repair_requires(struct job *j, const char *path, bool *again);
-/* --tolerate-missing: fails unless the wheel at path (the output, as
- * written) binds under every release of the range that ships for it. */
-cp_status cp_repair_tolerance_holds(struct job *j, const char *path);
 
 /* repair_write.c */
 /* When anything may change: the output's temporary file, and the members

@@ -401,10 +401,12 @@ cp_status cp_repair_write(struct job *j, const char *wheel)
 		if (!st && !cp_repair_untouched(j))
 			st = write_temp(j);
 	}
-	if (!st && j->o->releases)
+	if (!st && j->o->kb && !j->o->keep_requires)
 		st = requires_again(j, wheel);
+	/* the wheel as written binds under every release of the range */
 	if (!st && j->o->tolerate)
-		st = cp_repair_tolerance_holds(j, j->out.z ? j->out.tmp : wheel);
+		st = cp_tolerance_holds(j->out.z ? j->out.tmp : wheel, j->res->out, j->rules, j->o->kb, j->o->tolerate,
+					j->err);
 	if (st) {
 		cp_repair_drop_output(j);
 		return st;
